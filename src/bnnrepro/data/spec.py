@@ -1,0 +1,51 @@
+"""The in-memory form of a dataset that training jobs read: train/validation/test splits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """What a model needs to know about the data: task, input size and label space."""
+
+    task: str  # "classification" or "regression"
+    num_features: int
+    num_classes: int  # 0 for regression
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Arrays of one dataset instance, keyed x_train, y_train, x_val, y_val, x_test, y_test."""
+
+    arrays: dict[str, np.ndarray]
+
+    def x(self, split: str) -> np.ndarray:
+        return self.arrays[f"x_{split}"]
+
+    def y(self, split: str) -> np.ndarray:
+        return self.arrays[f"y_{split}"]
+
+    def spec(self, task: str) -> DataSpec:
+        num_classes = int(self.y("train").max()) + 1 if task == "classification" else 0
+        return DataSpec(task, self.x("train").shape[1], num_classes)
+
+    def save(self, path: Path) -> None:
+        """Write atomically as .npz (no pickled objects)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, **self.arrays)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Splits:
+        with np.load(path, allow_pickle=False) as data:
+            missing = {f"{a}_{s}" for a in "xy" for s in SPLITS} - set(data.files)
+            if missing:
+                raise ValueError(f"{path}: not a dataset file, missing arrays {sorted(missing)}")
+            return cls({k: data[k] for k in data.files})

@@ -1,0 +1,18 @@
+"""The device a job runs on: `cuda` when asked for and present, `auto` picks cuda, then cpu."""
+
+from __future__ import annotations
+
+import torch
+
+
+def resolve_device(requested: str) -> torch.device:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            "device=cuda was requested, but torch sees no CUDA GPU (no GPU on this machine, "
+            "CUDA_VISIBLE_DEVICES is empty, or torch is a CPU build); use device=cpu or device=auto"
+        )
+    if requested not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {requested!r}; choose auto, cpu or cuda")
+    return torch.device(requested)

@@ -1,0 +1,141 @@
+"""Depth-variational networks: the UDN, finite networks Omega_L and DUN (Nazaret & Blei 2022).
+
+All three train one `UnboundedDepthNetwork` by maximising the ELBO of eq. (10); they differ only in
+the heads (per depth or shared), the variational q(l) and the prior p(l):
+
+| method | heads     | q(l)                   | p(l)                     |
+|--------|-----------|------------------------|--------------------------|
+| udn    | per depth | truncated Poisson TP   | l - 1 ~ Poisson(alpha)   |
+| finite | shared    | point mass at L        | point mass at L          |
+| dun    | shared    | categorical on 1..D    | uniform on 1..D          |
+"""
+
+from __future__ import annotations
+
+import torch
+from omegaconf import DictConfig
+from torch import nn
+from torch.nn import functional as F
+
+from bnnrepro.data.spec import DataSpec
+from bnnrepro.inference.depth_elbo import depth_elbo, gaussian_weight_kl
+from bnnrepro.inference.depth_posteriors import (
+    CategoricalDepth,
+    FixedDepth,
+    PointMassPrior,
+    ShiftedPoissonPrior,
+    TruncatedPoisson,
+    UniformDepthPrior,
+    expected_depth,
+)
+from bnnrepro.models.unbounded_depth import (
+    UnboundedDepthNetwork,
+    fully_connected_layer,
+    linear_head,
+)
+from bnnrepro.optim import Adam
+
+
+class DepthNetworkMethod(nn.Module):
+    """A network over depths with its q(l), p(l) and N(0, s^2) weight prior; trained on -ELBO / n."""
+
+    def __init__(
+        self,
+        network: UnboundedDepthNetwork,
+        depth_posterior: nn.Module,
+        depth_prior: nn.Module,
+        weight_prior_std: float,
+    ):
+        super().__init__()
+        self.network, self.depth_posterior, self.depth_prior = network, depth_posterior, depth_prior
+        self.weight_prior_std = weight_prior_std
+        self.network.grow_to(depth_posterior.max_depth())
+
+    def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
+        """Weights first (new layers are appended to this group), then q(l)'s parameters."""
+        groups = [{"params": self.network.weight_parameters(), "lr": lr}]
+        depth_params = list(self.depth_posterior.parameters())
+        if depth_params:
+            groups.append({"params": depth_params, "lr": lr * depth_lr_ratio})
+        return groups
+
+    def adapt_architecture(self, optimizer: Adam) -> None:
+        """Algorithm 1: create the layers and heads that the current support of q(l) reaches."""
+        new = self.network.grow_to(self.depth_posterior.max_depth())
+        optimizer.param_groups[0]["params"].extend(new)
+
+    def _support(self) -> tuple[torch.Tensor, list[int]]:
+        device = self.network.device_anchor.device
+        log_q = self.depth_posterior.log_probs(self.depth_posterior.max_depth()).to(device)
+        depths = [d + 1 for d in torch.nonzero(torch.isfinite(log_q)).flatten().tolist()]
+        return log_q, depths
+
+    def elbo(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        """Eq. (10) on a minibatch, the data term rescaled by num_train / batch size."""
+        log_q, depths = self._support()
+        max_depth = log_q.numel()
+        outputs = self.network(x, depths)
+        nll = F.cross_entropy(outputs.flatten(0, 1), y.repeat(len(depths)), reduction="none")
+        batch_log_lik = -nll.view(len(depths), -1).sum(1) * (num_train / x.shape[0])
+        index = torch.tensor(depths, device=x.device) - 1
+        log_lik = torch.zeros(max_depth, device=x.device).index_put((index,), batch_log_lik)
+        block_kl = torch.stack(
+            [gaussian_weight_kl(b, self.weight_prior_std) for b in self.network.depth_blocks(max_depth)]
+        )
+        shared_kl = gaussian_weight_kl(self.network.shared_parameters(), self.weight_prior_std)
+        weight_kl = block_kl.cumsum(0) + shared_kl
+        log_prior = self.depth_prior.log_probs(max_depth).to(x.device)
+        return depth_elbo(log_q, log_prior, log_lik, weight_kl)
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        """-ELBO / n: per-datum scale (Adam is invariant to it; it keeps SGD's learning rates portable)."""
+        return -self.elbo(x, y, num_train) / num_train
+
+    @torch.no_grad()
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Posterior predictive of eq. (14): sum_l q(l) softmax(Omega_l(x))."""
+        log_q, depths = self._support()
+        probs = self.network(x, depths).softmax(-1)
+        weights = log_q.exp()[torch.tensor(depths, device=x.device) - 1]
+        return torch.einsum("d,dbc->bc", weights, probs)
+
+    @torch.no_grad()
+    def diagnostics(self) -> dict[str, float]:
+        """E_q[l], m(q) and the number of instantiated layers (and lambda for the UDN)."""
+        log_q, _ = self._support()
+        values = {
+            "expected_depth": expected_depth(log_q),
+            "max_depth": float(log_q.numel()),
+            "instantiated_layers": float(self.network.depth),
+        }
+        if isinstance(self.depth_posterior, TruncatedPoisson):
+            values["rate"] = float(self.depth_posterior.rate)
+        return values
+
+    def prepare_resume(self, state: dict) -> None:
+        """Instantiate as many layers as the checkpoint holds, so that its state_dict loads."""
+        depth = 1 + max(int(k.split(".")[2]) for k in state if k.startswith("network.layers."))
+        self.network.grow_to(depth)
+
+
+def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
+    """Build the UDN, a finite network or DUN from the Hydra `method` group; the hidden width is the
+    dataset's (32 for spirals, App. B.1)."""
+    cfg = run_cfg.method
+    if spec.task != "classification":
+        raise ValueError(f"method {cfg.name!r} supports classification data only, got {spec.task!r}")
+    if cfg.name == "udn":
+        posterior = TruncatedPoisson(cfg.depth_posterior.initial_rate, cfg.depth_posterior.quantile)
+        prior = ShiftedPoissonPrior(cfg.depth_prior.rate)
+    elif cfg.name == "finite":
+        posterior, prior = FixedDepth(cfg.depth), PointMassPrior()
+    elif cfg.name == "dun":
+        posterior, prior = CategoricalDepth(cfg.max_depth), UniformDepthPrior(cfg.max_depth)
+    else:
+        raise ValueError(f"unknown depth-network method {cfg.name!r}")
+    network = UnboundedDepthNetwork(
+        fully_connected_layer(spec.num_features, run_cfg.dataset.width),
+        linear_head(run_cfg.dataset.width, spec.num_classes),
+        heads=cfg.heads,
+    )
+    return DepthNetworkMethod(network, posterior, prior, cfg.weight_prior_std)

@@ -1,0 +1,67 @@
+"""A training run's own folder: resolved config, metrics, log and checkpoints, written atomically.
+
+`resume.pt` is the resumable state a killed job restarts from; it is deliberately not a declared
+workflow output (Snakemake deletes the outputs of a failed job) and is removed once the run ends.
+Checkpoints hold tensors and plain containers only and load with `weights_only=True`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import torch
+
+
+class DivergedRunError(RuntimeError):
+    """The objective became NaN or infinite."""
+
+
+class RunFolder:
+    CONFIG, METRICS, LOG, CHECKPOINT, RESUME = (
+        "config.yaml",
+        "metrics.json",
+        "train.log",
+        "checkpoint.pt",
+        "resume.pt",
+    )
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def _replace(self, name: str, write) -> None:
+        tmp = self.file(f".{name}.tmp")
+        write(tmp)
+        os.replace(tmp, self.file(name))
+
+    def write_text(self, name: str, text: str) -> None:
+        self._replace(name, lambda tmp: tmp.write_text(text))
+
+    def write_json(self, name: str, data: dict) -> None:
+        self.write_text(name, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    def save(self, name: str, state: dict) -> None:
+        self._replace(name, lambda tmp: torch.save(state, tmp))
+
+    def load_resume(self, config_digest: str) -> dict | None:
+        """The resumable state if one exists for this exact configuration, else None."""
+        path = self.file(self.RESUME)
+        if not path.exists():
+            return None
+        state = torch.load(path, weights_only=True)
+        return state if state.get("config_digest") == config_digest else None
+
+    def finish(self, metrics: dict, checkpoint: dict) -> None:
+        self.save(self.CHECKPOINT, checkpoint)
+        self.write_json(self.METRICS, metrics)
+        self.file(self.RESUME).unlink(missing_ok=True)
+
+
+def config_digest(resolved_yaml: str) -> str:
+    return hashlib.sha256(resolved_yaml.encode()).hexdigest()

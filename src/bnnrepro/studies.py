@@ -1,0 +1,150 @@
+"""Studies: one experiment each (config/studies/<name>.yaml), expanded into training runs.
+
+A study holds grids at the `paper` scale (Cartesian products of method variants, datasets, Hydra
+overrides and seeds) and, under `scales:`, replacements of grid values for smaller scales. Each grid
+point is one `Run`, i.e. one training job with its own folder `results/<study>/runs/<run id>/`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from bnnrepro.data.registry import data_path, dataset
+from bnnrepro.paths import project_root, studies_dir
+
+SCALES = ("smoke", "default", "paper")
+STUDY_SCHEMA = Path(__file__).parent / "study.schema.yaml"
+
+
+class StudyError(ValueError):
+    """A study file that cannot be run; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training job: a method variant on a dataset with hyperparameter overrides and a seed."""
+
+    study: str
+    method: str
+    dataset: str
+    seed: int
+    hparams: tuple[tuple[str, object], ...]  # (Hydra key, value), in grid order
+
+    @property
+    def hparam_slug(self) -> str:
+        return ",".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in self.hparams) or "default"
+
+    @property
+    def id(self) -> str:
+        return f"{self.method}/{self.dataset}/{self.hparam_slug}/seed={self.seed}"
+
+    @property
+    def folder(self) -> str:
+        return f"results/{self.study}/runs/{self.id}"
+
+    @property
+    def data_file(self) -> str:
+        keys = dataset(self.dataset).data_keys
+        values = {
+            k.split(".", 1)[1]: v for k, v in self.hparams if k.startswith("dataset.") and k.split(".", 1)[1] in keys
+        }
+        return data_path(self.dataset, values, self.seed)
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    paper: str
+    description: str
+    artifacts: tuple[str, ...]
+    grids: dict
+    scales: dict
+    method_variants: dict
+
+    def runs(self, scale: str) -> list[Run]:
+        """Every run of the study at `scale`, without duplicates, in grid order."""
+        runs: dict[str, Run] = {}
+        for grid_name, grid in self.grids.items():
+            grid = {**grid, **self.scales.get(scale, {}).get(grid_name, {})}
+            keys = list(grid)
+            for values in itertools.product(*(grid[k] for k in keys)):
+                point = dict(zip(keys, values, strict=True))
+                hparams = tuple((k, v) for k, v in point.items() if k not in ("method", "dataset", "seed"))
+                run = Run(self.name, point["method"], point["dataset"], int(point["seed"]), hparams)
+                runs.setdefault(run.id, run)
+        return list(runs.values())
+
+    def overrides(self, run: Run) -> list[str]:
+        """Hydra overrides of a run (besides scale, device and run folder, which the workflow adds)."""
+        variant = self.method_variants[run.method]
+        return [
+            *(f"{k}={v}" for k, v in variant.items()),
+            f"dataset={run.dataset}",
+            *(f"{k}={v}" for k, v in run.hparams),
+            f"seed={run.seed}",
+            f"dataset.path={run.data_file}",
+        ]
+
+
+def available_studies() -> list[str]:
+    return sorted(p.stem for p in studies_dir().glob("*.yaml"))
+
+
+@cache
+def load_study(name: str) -> Study:
+    """Read and check config/studies/<name>.yaml."""
+    path = studies_dir() / f"{name}.yaml"
+    if not path.exists():
+        raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
+    raw = yaml.safe_load(path.read_text())
+    try:
+        jsonschema.validate(raw, yaml.safe_load(STUDY_SCHEMA.read_text()))
+    except jsonschema.ValidationError as err:
+        where = "/".join(str(p) for p in err.absolute_path) or "top level"
+        raise StudyError(f"{path.relative_to(project_root())}: {err.message} (at {where})") from None
+    study = Study(
+        name,
+        raw["paper"],
+        raw.get("description", ""),
+        tuple(raw["artifacts"]),
+        raw["grids"],
+        raw.get("scales", {}),
+        raw["method_variants"],
+    )
+    _check(study, path.relative_to(project_root()))
+    return study
+
+
+def _check(study: Study, path: Path) -> None:
+    from bnnrepro.artifacts.registry import catalog
+
+    for scale, grids in study.scales.items():
+        for grid_name, values in grids.items():
+            if grid_name not in study.grids:
+                raise StudyError(f"{path}: scales.{scale} names grid {grid_name!r}; grids: {', '.join(study.grids)}")
+            extra = set(values) - set(study.grids[grid_name])
+            if extra:
+                raise StudyError(
+                    f"{path}: scales.{scale}.{grid_name} sets {sorted(extra)}, which the grid does not vary"
+                )
+    for scale in SCALES:
+        for run in study.runs(scale):
+            if run.method not in study.method_variants:
+                raise StudyError(
+                    f"{path}: unknown method {run.method!r}; add it to method_variants or use one of: "
+                    f"{', '.join(study.method_variants)}"
+                )
+            try:
+                dataset(run.dataset)
+            except KeyError as err:
+                raise StudyError(f"{path}: {err.args[0]}") from None
+    known = {a["id"] for a in catalog()["artifacts"]}
+    for artifact_id in study.artifacts:
+        if artifact_id not in known:
+            raise StudyError(f"{path}: unknown artifact {artifact_id!r} (ids are listed in ARTIFACTS.md)")

@@ -1,0 +1,158 @@
+"""One training job: `python -m bnnrepro.train method=udn dataset=spirals run_dir=... [overrides]`.
+
+Hydra composes config/train with the overrides; the job writes into `run_dir` its resolved config,
+a log, the metrics JSON (the epoch selected on validation and the last one, plus the evaluation
+history) and the final checkpoint. Every `train.checkpoint_every` epochs it saves a resumable state,
+so a killed job rerun with the same configuration continues where it stopped and ends with the same
+metrics. Heavy libraries (pandas, plotting) stay out of this path.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
+
+from bnnrepro.data.spec import Splits
+from bnnrepro.device import resolve_device
+from bnnrepro.methods import build_method
+from bnnrepro.metrics import accuracy, negative_log_likelihood
+from bnnrepro.optim import Adam
+from bnnrepro.paths import train_config_dir
+from bnnrepro.runs import DivergedRunError, RunFolder, config_digest
+
+log = logging.getLogger("bnnrepro.train")
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3", job_name="train"):
+        return compose(config_name="config", overrides=overrides)
+
+
+@torch.no_grad()
+def evaluate(method: torch.nn.Module, data: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, float]:
+    method.eval()
+    values = {}
+    for split in ("val", "test"):
+        x, y = data[split]
+        probs = method.predict(x)
+        values[f"{split}_accuracy"] = accuracy(probs, y)
+        values[f"{split}_nll"] = negative_log_likelihood(probs, y)
+    return values
+
+
+def train(cfg: DictConfig, run: RunFolder) -> dict:
+    """Train, evaluate and checkpoint one run; return its metrics."""
+    resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    digest = config_digest(resolved)
+    run.write_text(RunFolder.CONFIG, resolved)
+    torch.set_num_threads(cfg.threads)
+    device = resolve_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+
+    splits = Splits.load(Path(cfg.dataset.path))
+    data = {
+        s: (
+            torch.as_tensor(splits.x(s), device=device),
+            torch.as_tensor(splits.y(s), device=device),
+        )
+        for s in ("train", "val", "test")
+    }
+    x_train, y_train = data["train"]
+    num_train = len(x_train)
+    method = build_method(cfg, splits.spec(cfg.dataset.task))
+    shuffle = torch.Generator().manual_seed(cfg.seed)
+    start_epoch, history, seconds = 0, [], 0.0
+
+    state = run.load_resume(digest)
+    if state is not None:
+        method.prepare_resume(state["model"])
+    method.to(device)
+    optimizer = Adam(method.parameter_groups(cfg.optim.lr, cfg.optim.depth_lr_ratio))
+    if state is not None:
+        method.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        shuffle.set_state(state["shuffle_rng"])
+        start_epoch, history, seconds = state["epoch"], state["history"], state["seconds"]
+        log.info("resumed %s from epoch %d", run.path, start_epoch)
+
+    epochs = cfg.train.epochs
+    for epoch in range(start_epoch + 1, epochs + 1):
+        started = time.perf_counter()
+        method.train()
+        for batch in torch.randperm(num_train, generator=shuffle).split(cfg.train.batch_size):
+            method.adapt_architecture(optimizer)
+            batch = batch.to(device)
+            loss = method.loss(x_train[batch], y_train[batch], num_train)
+            if not torch.isfinite(loss):
+                raise DivergedRunError(
+                    f"run {run.path} diverged: loss is {loss.item()} at epoch {epoch}; "
+                    f"lower optim.lr (now {cfg.optim.lr}) or check the data"
+                )
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        seconds += time.perf_counter() - started
+        if epoch % cfg.train.eval_every == 0 or epoch == epochs:
+            method.adapt_architecture(optimizer)
+            record = {
+                "epoch": epoch,
+                "train_loss": loss.item(),
+                **evaluate(method, data),
+                **method.diagnostics(),
+            }
+            history.append(record)
+            log.info(
+                "epoch %d  %s",
+                epoch,
+                "  ".join(f"{k}={v:.4g}" for k, v in record.items() if k != "epoch"),
+            )
+        if epoch % cfg.train.checkpoint_every == 0 and epoch < epochs:
+            run.save(
+                RunFolder.RESUME,
+                {
+                    "config_digest": digest,
+                    "epoch": epoch,
+                    "history": history,
+                    "seconds": seconds,
+                    "model": method.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "shuffle_rng": shuffle.get_state(),
+                },
+            )
+
+    metrics = summarise(history, cfg.train.select_by)
+    result = {"metrics": metrics, "history": history, "train_seconds": seconds, "epochs": epochs}
+    run.finish(result, {"config_digest": digest, "model": method.state_dict()})
+    return result
+
+
+def summarise(history: list[dict], select_by: str) -> dict[str, float]:
+    """Metrics at the evaluation that maximises `select_by` (earliest on ties), and at the last one."""
+    best = max(history, key=lambda record: (record[select_by], -record["epoch"]))
+    metrics = {("selected_epoch" if k == "epoch" else k): v for k, v in best.items()}
+    metrics.update({f"last_{k}": v for k, v in history[-1].items() if k != "epoch"})
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> None:
+    overrides = sys.argv[1:] if argv is None else argv
+    cfg = compose_config(overrides)
+    run = RunFolder(Path(cfg.run_dir))
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(message)s",
+        handlers=[logging.StreamHandler(), logging.FileHandler(run.file(RunFolder.LOG))],
+    )
+    train(cfg, run)
+
+
+if __name__ == "__main__":
+    main()
