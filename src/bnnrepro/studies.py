@@ -31,6 +31,7 @@ class Run:
     """One training job: a method variant on a dataset with hyperparameter overrides and a seed."""
 
     study: str
+    scale: str
     method: str
     dataset: str
     seed: int
@@ -46,7 +47,7 @@ class Run:
 
     @property
     def folder(self) -> str:
-        return f"results/{self.study}/runs/{self.id}"
+        return f"results/{self.scale}/{self.study}/runs/{self.id}"
 
     @property
     def data_file(self) -> str:
@@ -76,7 +77,7 @@ class Study:
             for values in itertools.product(*(grid[k] for k in keys)):
                 point = dict(zip(keys, values, strict=True))
                 hparams = tuple((k, v) for k, v in point.items() if k not in ("method", "dataset", "seed"))
-                run = Run(self.name, point["method"], point["dataset"], int(point["seed"]), hparams)
+                run = Run(self.name, scale, point["method"], point["dataset"], int(point["seed"]), hparams)
                 runs.setdefault(run.id, run)
         return list(runs.values())
 
@@ -88,7 +89,7 @@ class Study:
             f"dataset={run.dataset}",
             *(f"{k}={v}" for k, v in run.hparams),
             f"seed={run.seed}",
-            f"dataset.path={run.data_file}",
+            f"dataset.path='{run.data_file}'",
         ]
 
 

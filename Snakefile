@@ -1,0 +1,25 @@
+# bnnrepro: data -> one training job per run -> aggregation per study -> one job per figure and table
+# -> report. `snakemake --cores N` builds reports/report.pdf for config/config.yaml's scale and studies.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        "reports/report.pdf",

@@ -1,0 +1,43 @@
+"""One study's runs as a tidy table: `python -m bnnrepro.aggregate STUDY SCALE OUT.csv`.
+
+Columns: study, run, method, dataset, hparams, seed, standin, one column per hyperparameter (by its
+short name, e.g. `omega`, `lr`), metric, value. One row per run and metric.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from bnnrepro.studies import load_study
+
+
+def tidy_metrics(study_name: str, scale: str) -> pd.DataFrame:
+    study = load_study(study_name)
+    rows = []
+    for run in study.runs(scale):
+        result = json.loads((Path(run.folder) / "metrics.json").read_text())
+        base = {
+            "study": study.name, "run": run.id, "method": run.method, "dataset": run.dataset,
+            "hparams": run.hparam_slug, "seed": run.seed, "standin": False,
+            **{key.rsplit(".", 1)[-1]: value for key, value in run.hparams},
+        }  # fmt: skip
+        values = {**result["metrics"], "train_seconds": result["train_seconds"]}
+        rows += [{**base, "metric": metric, "value": value} for metric, value in values.items()]
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    study_name, scale, out = sys.argv[1:]
+    table = tidy_metrics(study_name, scale)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(out).with_name(f".{Path(out).name}.tmp")
+    table.to_csv(tmp, index=False)
+    tmp.replace(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Figures and tables: the registry of all artifacts and the functions that draw ours."""

@@ -1,0 +1,35 @@
+"""`python -m bnnrepro.artifacts ID --study S --scale X [--metrics CSV] [--data FILE ...] --outputs F ...`.
+
+Draws one artifact and writes its files (figures: PDF, PNG; tables: CSV, Markdown, LaTeX).
+"""
+
+import argparse
+from pathlib import Path
+
+from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.registry import implementations
+from bnnrepro.artifacts.render import compare_with_published, save_figure, save_table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bnnrepro.artifacts")
+    parser.add_argument("artifact_id")
+    parser.add_argument("--study", required=True)
+    parser.add_argument("--scale", required=True)
+    parser.add_argument("--metrics", type=Path)
+    parser.add_argument("--data", type=Path, nargs="*", default=[])
+    parser.add_argument("--outputs", type=Path, nargs="+", required=True, help="figure: PDF PNG; table: CSV MD TEX")
+    args = parser.parse_args()
+
+    implementation = implementations()[args.artifact_id]
+    context = ArtifactContext(args.study, args.scale, args.metrics, args.data)
+    result = implementation.draw(context)
+    if implementation.output == "figure":
+        save_figure(result, *args.outputs)
+    else:
+        standin = bool(context.metrics["standin"].any()) if args.metrics else False
+        save_table(compare_with_published(args.artifact_id, result, standin), *args.outputs)
+
+
+if __name__ == "__main__":
+    main()

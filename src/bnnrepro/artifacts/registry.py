@@ -1,0 +1,95 @@
+"""The artifact registry: every figure and table of the five works, and the code that draws ours.
+
+`catalog.yaml` holds the papers' side (id, caption, kind, published numbers). Draw functions register
+themselves with `@figure(...)` or `@table(...)` in the modules of this package (one per study, e.g.
+`udn_spirals.py`); `implementations()` imports those modules and returns what they registered. An
+artifact is reproduced when its study is enabled and a function draws it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+CATALOG = Path(__file__).with_name("catalog.yaml")
+FRAMEWORK_MODULES = {"registry", "render", "context", "__main__"}
+
+
+@cache
+def catalog() -> dict:
+    """The parsed catalog: {'papers': {...}, 'artifacts': [...]}, artifacts in ARTIFACTS.md order."""
+    return yaml.safe_load(CATALOG.read_text())
+
+
+def catalog_entry(artifact_id: str) -> dict:
+    for entry in catalog()["artifacts"]:
+        if entry["id"] == artifact_id:
+            return entry
+    raise KeyError(f"unknown artifact {artifact_id!r}; the ids are listed in src/bnnrepro/artifacts/catalog.yaml")
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """How we draw one artifact.
+
+    uses: "metrics" (the study's aggregated runs), "data" (dataset files, listed by `data_files`)
+    or "nothing" (analytic: computed from formulas alone). `note` says how our version differs in
+    size or setting from the paper's, per scale.
+    """
+
+    artifact_id: str
+    output: str  # "figure" or "table"
+    draw: Callable
+    uses: str
+    data_files: Callable[[str], list[str]] | None
+    note: Callable[[str], str]
+
+    @property
+    def stem(self) -> str:
+        """File name stem of the outputs: 'udn/fig3a' -> 'udn_fig3a'."""
+        return self.artifact_id.replace("/", "_").replace(".", "_")
+
+
+_REGISTERED: dict[str, Implementation] = {}
+
+
+def _register(output: str, artifact_id: str, uses: str, data_files, note) -> Callable:
+    if uses not in ("metrics", "data", "nothing"):
+        raise ValueError(f"{artifact_id}: uses must be metrics, data or nothing, got {uses!r}")
+    if (uses == "data") != (data_files is not None):
+        raise ValueError(f"{artifact_id}: give data_files exactly when uses='data'")
+    catalog_entry(artifact_id)
+
+    def decorate(draw: Callable) -> Callable:
+        if artifact_id in _REGISTERED and _REGISTERED[artifact_id].draw is not draw:
+            raise ValueError(f"{artifact_id} is drawn by two functions")
+        notes = note if callable(note) else (lambda scale: note)
+        _REGISTERED[artifact_id] = Implementation(artifact_id, output, draw, uses, data_files, notes)
+        return draw
+
+    return decorate
+
+
+def figure(artifact_id: str, uses: str = "metrics", data_files=None, note="") -> Callable:
+    """Register `draw(context) -> matplotlib Figure` for a figure artifact."""
+    return _register("figure", artifact_id, uses, data_files, note)
+
+
+def table(artifact_id: str, uses: str = "metrics", data_files=None, note="") -> Callable:
+    """Register `draw(context) -> DataFrame[row, column, ours, ours_error, n_runs]` for a table artifact."""
+    return _register("table", artifact_id, uses, data_files, note)
+
+
+@cache
+def implementations() -> dict[str, Implementation]:
+    """Import every artifact module of this package and return the registered implementations."""
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if module.name not in FRAMEWORK_MODULES:
+            importlib.import_module(f"{__package__}.{module.name}")
+    return dict(_REGISTERED)

@@ -1,0 +1,88 @@
+"""Write artifacts to disk: figures as PDF and PNG, tables as CSV, Markdown and LaTeX.
+
+A table puts ours beside the published numbers of the catalog: the difference, and whether ours lies
+within the published error (|ours - published| <= published error).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from bnnrepro.artifacts.registry import catalog_entry  # noqa: E402
+
+TABLE_COLUMNS = [
+    "row", "column", "ours", "ours_error", "n_runs", "published", "published_error",
+    "difference", "within_published_error", "standin",
+]  # fmt: skip
+
+
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def save_figure(fig: Figure, pdf: Path, png: Path) -> None:
+    # A fixed creation date keeps the PDF identical across reruns of the same numbers.
+    _atomic(pdf, lambda tmp: fig.savefig(tmp, metadata={"CreationDate": None}))
+    _atomic(png, lambda tmp: fig.savefig(tmp, dpi=150))
+
+
+def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) -> pd.DataFrame:
+    """Outer join of our cells with the published ones on (row, column)."""
+    published = catalog_entry(artifact_id).get("published", {}).get("values", [])
+    paper = pd.DataFrame(
+        [
+            {"row": v["row"], "column": v["column"], "published": v["value"], "published_error": v["error"]}
+            for v in published
+        ],
+        columns=["row", "column", "published", "published_error"],
+    )
+    table = paper.merge(ours, on=["row", "column"], how="outer", sort=False)
+    order = {key: i for i, key in enumerate(zip(paper["row"], paper["column"], strict=True))}
+    table["order"] = [order.get(key, len(order)) for key in zip(table["row"], table["column"], strict=True)]
+    table = table.sort_values("order", kind="stable").drop(columns="order").reset_index(drop=True)
+    table["difference"] = table["ours"] - table["published"]
+    known = table["published_error"].notna() & table["ours"].notna()
+    within = table["difference"].abs() <= table["published_error"]
+    table["within_published_error"] = [bool(w) if k else None for w, k in zip(within, known, strict=True)]
+    table["n_runs"] = table["n_runs"].astype("Int64")
+    table["standin"] = standin
+    return table[TABLE_COLUMNS]
+
+
+def _format(value) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return "–"
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1 else f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(_format(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+def to_latex(table: pd.DataFrame) -> str:
+    shown = table.map(_format)
+    shown.columns = [c.replace("_", " ") for c in table.columns]
+    return shown.to_latex(index=False, escape=True)
+
+
+def save_table(table: pd.DataFrame, csv: Path, markdown: Path, latex: Path) -> None:
+    _atomic(csv, lambda tmp: table.to_csv(tmp, index=False))
+    _atomic(markdown, lambda tmp: tmp.write_text(to_markdown(table)))
+    _atomic(latex, lambda tmp: tmp.write_text(to_latex(table)))

@@ -1,0 +1,1 @@
+"""The reproduction report: a PDF built with Typst from the artifact manifest."""

@@ -1,0 +1,115 @@
+# Helpers of the workflow: config validation, the runs of each study, and input functions.
+import json
+import shlex
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from bnnrepro.artifacts.registry import catalog, implementations
+from bnnrepro.studies import StudyError, available_studies, load_study
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+SCALE = config["scale"]
+
+
+def _load_studies():
+    unknown = [name for name in config["studies"] if name not in available_studies()]
+    if unknown:
+        raise WorkflowError(
+            f"config 'studies': unknown study {', '.join(map(repr, unknown))}; "
+            f"available studies: {', '.join(available_studies())} (files in config/studies/)"
+        )
+    try:
+        return {name: load_study(name) for name in config["studies"]}
+    except StudyError as err:
+        raise WorkflowError(str(err)) from None
+
+
+STUDIES = _load_studies()
+RUNS = {run.folder: (study, run) for study in STUDIES.values() for run in study.runs(SCALE)}
+
+
+def _implemented_artifacts():
+    drawn = implementations()
+    artifacts = {}
+    for study in STUDIES.values():
+        for artifact_id in study.artifacts:
+            if artifact_id not in drawn:
+                raise WorkflowError(
+                    f"study {study.name!r} lists artifact {artifact_id!r}, but no function draws it: "
+                    f"register one with @figure/@table in src/bnnrepro/artifacts/"
+                )
+            artifacts[drawn[artifact_id].stem] = (study, drawn[artifact_id])
+    return artifacts
+
+
+ARTIFACTS = _implemented_artifacts()
+
+
+def study_run_metrics(wildcards):
+    """metrics.json of every run of a study at the configured scale."""
+    return [f"{run.folder}/metrics.json" for run in STUDIES[wildcards.study].runs(SCALE)]
+
+
+def run_data(wildcards):
+    return RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"][1].data_file
+
+
+def run_overrides(wildcards):
+    """Hydra overrides of one training job, shell-quoted."""
+    study, run = RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"]
+    overrides = [
+        *study.overrides(run),
+        f"scale={SCALE}",
+        f"run_dir='{run.folder}'",
+        f"device={config['device']}",
+        f"threads={config['threads_per_job']}",
+    ]
+    return " ".join(shlex.quote(o) for o in overrides)
+
+
+def training_gpus(wildcards):
+    """GPU jobs declare gpu=1, so that `--resources gpu=N` caps how many run at once."""
+    return 1 if config["device"] == "cuda" else 0
+
+
+def artifact_inputs(wildcards):
+    study, implementation = ARTIFACTS[wildcards.stem]
+    inputs = {}
+    if implementation.uses == "metrics":
+        inputs["metrics"] = f"results/{SCALE}/{study.name}/metrics.csv"
+    if implementation.uses == "data":
+        inputs["data"] = implementation.data_files(SCALE)
+    return inputs
+
+
+def artifact_arguments(wildcards, input):
+    study, implementation = ARTIFACTS[wildcards.stem]
+    arguments = [implementation.artifact_id, f"--study {study.name}", f"--scale {SCALE}"]
+    if "metrics" in input.keys():
+        arguments.append(f"--metrics {input.metrics}")
+    if "data" in input.keys():
+        arguments.append("--data " + " ".join(input.data))
+    return " ".join(arguments)
+
+
+def artifact_files(kind):
+    """Output files of every implemented figure ('figure') or table ('table')."""
+    extensions = {"figure": ("pdf", "png"), "table": ("csv", "md", "tex")}[kind]
+    folder = {"figure": "figures", "table": "tables"}[kind]
+    return [
+        f"reports/{folder}/{stem}.{ext}"
+        for stem, (_, implementation) in ARTIFACTS.items()
+        if implementation.output == kind
+        for ext in extensions
+    ]
+
+
+def artifact_stems(kind):
+    return "|".join(stem for stem, (_, impl) in ARTIFACTS.items() if impl.output == kind) or "^$"
+
+
+def report_config():
+    """The run's configuration, shell-quoted, for the report's provenance."""
+    return shlex.quote(json.dumps(config, sort_keys=True))

@@ -1,0 +1,30 @@
+# The report: every artifact of the catalog, ours beside the published one, with provenance.
+
+
+rule report_manifest:
+    input:
+        figures=artifact_files("figure"),
+        tables=artifact_files("table"),
+    output:
+        f"results/{SCALE}/report_manifest.json",
+    log:
+        f"logs/report/{SCALE}_manifest.log",
+    params:
+        config=report_config(),
+    conda:
+        "../../environment.yml"
+    shell:
+        "python -m bnnrepro.report.manifest --config {params.config} --out {output} > {log} 2>&1"
+
+
+rule report:
+    input:
+        f"results/{SCALE}/report_manifest.json",
+    output:
+        report("reports/report.pdf", caption="../report/report.rst", category="Report"),
+    log:
+        "logs/report/report.log",
+    conda:
+        "../../environment.yml"
+    shell:
+        "python -m bnnrepro.report {input} {output} > {log} 2>&1"
