@@ -53,15 +53,23 @@ def _accuracy_by_omega(context: ArtifactContext, lr: float) -> pd.DataFrame:
 
 def _accuracy_axes(ax, rows: pd.DataFrame, title: str) -> None:
     models = sorted(rows["model"].unique(), key=lambda m: (m == "UDN", m))
-    palette = {m: UDN_COLOUR if m == "UDN" else c for m, c in zip(models, sns.color_palette("Blues_d", len(models)))}
+    blues = sns.color_palette("Blues_d", len(models))
+    palette = {m: UDN_COLOUR if m == "UDN" else c for m, c in zip(models, blues, strict=True)}
     sns.lineplot(rows, x="omega", y="test accuracy", hue="model", hue_order=models, palette=palette,
                  errorbar="sd", marker="o", ax=ax)  # fmt: skip
     ax.set(xlabel="ω", title=title)
 
 
-@figure("udn/fig2", uses="data", note="1024 training points per ω (seed 0), as in the paper; the paper does not say which ω "
-        "it draws, we show ω ∈ {0, 5, 10, 20, 30}.",
-        data_files=lambda scale: [data_path("spirals", {"omega": w}, 0) for w in FIG2_OMEGAS])  # fmt: skip
+def spiral_panel_files(scale: str) -> list[str]:
+    return [data_path("spirals", {"omega": omega}, 0) for omega in FIG2_OMEGAS]
+
+
+@figure(
+    "udn/fig2",
+    uses="data",
+    data_files=spiral_panel_files,
+    note="1024 training points per ω (seed 0), as in the paper; the paper does not say which ω it draws.",
+)
 def spiral_datasets(context: ArtifactContext) -> Figure:
     fig, axes = plt.subplots(1, len(context.data_files), figsize=(3 * len(context.data_files), 3.2))
     for ax, path, omega in zip(axes, context.data_files, FIG2_OMEGAS, strict=True):

@@ -12,7 +12,6 @@ import json
 import math
 import os
 import struct
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -303,9 +302,9 @@ def _timestamp(provenance: dict) -> int | None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        tmp.write(data)
-    os.replace(tmp.name, path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def build_report(manifest_path: Path, out_pdf: Path) -> None:
