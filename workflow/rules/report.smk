@@ -21,10 +21,11 @@ rule report:
     input:
         f"results/{SCALE}/report_manifest.json",
     output:
-        report("reports/report.pdf", caption="../report/report.rst", category="Report"),
+        pdf=report("reports/report.pdf", caption="../report/report.rst", category="Report"),
+        typst_source="reports/report.typ",
     log:
         "logs/report/report.log",
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.report {input} {output} > {log} 2>&1"
+        "python -m bnnrepro.report {input} {output.pdf} > {log} 2>&1"

@@ -58,16 +58,17 @@ PREAMBLE = r"""
 )
 """
 
-# A figure wider than tall enough spans the text width; a taller one is limited to this height.
+# A figure spans the text width unless that would make it taller than the maximum height.
 _MAX_FIGURE_HEIGHT_CM = 19.0
 _TEXT_WIDTH_CM = 16.5
+_STRING_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def typst_str(text: object) -> str:
     """Quote text as a Typst string literal: backslash, quote and control characters are escaped."""
-    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
     body = "".join(
-        escapes.get(char, f"\\u{{{ord(char):x}}}" if ord(char) < 0x20 or char == "\x7f" else char) for char in str(text)
+        _STRING_ESCAPES.get(char, f"\\u{{{ord(char):x}}}" if ord(char) < 0x20 or char == "\x7f" else char)
+        for char in str(text)
     )
     return f'"{body}"'
 
@@ -113,7 +114,7 @@ def _published_cell(row: pd.Series) -> str:
 
 def _difference_cell(row: pd.Series) -> str:
     value = row["difference"]
-    return ("+" if value > 0 else "") + format_number(value) if _present(value) else "–"
+    return (("+" if value > 0 else "") + format_number(value)) if _present(value) else "–"
 
 
 def _within_cell(row: pd.Series) -> str:

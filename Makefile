@@ -1,0 +1,43 @@
+# `make` sets everything up and builds reports/report.pdf at the default scale (offline, CPU).
+# `make test` sets everything up and runs the test suite (what CI runs).
+# Both are idempotent: the environment is rebuilt only when pyproject.toml or requirements.lock change.
+VENV := .venv
+STAMP := $(VENV)/.installed
+PYTHON ?= python3
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: all report test test-fast lint format bench lock
+
+all: report
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
+	touch $(STAMP)
+
+report: $(STAMP)
+	snakemake --cores all
+
+test: $(STAMP)
+	pytest
+
+test-fast: $(STAMP)
+	pytest -m "not slow"
+
+lint: $(STAMP)
+	ruff check src tests benchmarks
+	ruff format --check src tests benchmarks
+	snakefmt --check Snakefile workflow
+	snakemake --lint
+
+format: $(STAMP)
+	ruff format src tests benchmarks
+	snakefmt Snakefile workflow
+
+bench: $(STAMP)
+	python benchmarks/job_overhead.py
+	python benchmarks/udn_spirals_default.py
+
+lock: $(STAMP)
+	{ echo "# Full dependency tree, pinned (pip install -c requirements.lock -e '.[dev]'). Regenerate with 'make lock'."; \
+	  pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.lock
