@@ -15,10 +15,6 @@ from pathlib import Path
 import torch
 
 
-class DivergedRunError(RuntimeError):
-    """The objective became NaN or infinite."""
-
-
 class RunFolder:
     CONFIG, METRICS, LOG, CHECKPOINT, RESUME = (
         "config.yaml",

@@ -145,7 +145,35 @@ def _check(study: Study, path: Path) -> None:
                 dataset(run.dataset)
             except KeyError as err:
                 raise StudyError(f"{path}: {err.args[0]}") from None
+    _check_overrides(study, path)
     known = {a["id"] for a in catalog()["artifacts"]}
     for artifact_id in study.artifacts:
         if artifact_id not in known:
             raise StudyError(f"{path}: unknown artifact {artifact_id!r} (ids are listed in ARTIFACTS.md)")
+
+
+def _check_overrides(study: Study, path: Path) -> None:
+    """Compose the Hydra config of one run per grid and method variant, so that a mistyped key or
+    value stops the workflow before any job starts."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from bnnrepro.paths import train_config_dir
+
+    checked = set()
+    with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3"):
+        for scale in SCALES:
+            for run in study.runs(scale):
+                key = (run.method, run.dataset, tuple(k for k, _ in run.hparams))
+                if key in checked:
+                    continue
+                checked.add(key)
+                overrides = [*study.overrides(run), f"scale={scale}", "run_dir=unused"]
+                try:
+                    compose(config_name="config", overrides=overrides)
+                except (HydraException, OmegaConfBaseException) as err:
+                    raise StudyError(
+                        f"{path}: run {run.id} at scale {scale} has an invalid Hydra override: {err}. "
+                        f"Overrides: {' '.join(overrides)}; keys are those of config/train/"
+                    ) from None

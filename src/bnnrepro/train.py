@@ -20,11 +20,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro.data.spec import Splits
 from bnnrepro.device import resolve_device
+from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method
 from bnnrepro.metrics import accuracy, negative_log_likelihood
 from bnnrepro.optim import Adam
 from bnnrepro.paths import train_config_dir
-from bnnrepro.runs import DivergedRunError, RunFolder, config_digest
+from bnnrepro.runs import RunFolder, config_digest
 
 log = logging.getLogger("bnnrepro.train")
 
@@ -86,18 +87,21 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     for epoch in range(start_epoch + 1, epochs + 1):
         started = time.perf_counter()
         method.train()
-        for batch in torch.randperm(num_train, generator=shuffle).split(cfg.train.batch_size):
-            method.adapt_architecture(optimizer)
-            batch = batch.to(device)
-            loss = method.loss(x_train[batch], y_train[batch], num_train)
-            if not torch.isfinite(loss):
-                raise DivergedRunError(
-                    f"run {run.path} diverged: loss is {loss.item()} at epoch {epoch}; "
-                    f"lower optim.lr (now {cfg.optim.lr}) or check the data"
-                )
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+        try:
+            for batch in torch.randperm(num_train, generator=shuffle).split(cfg.train.batch_size):
+                method.adapt_architecture(optimizer)
+                batch = batch.to(device)
+                loss = method.loss(x_train[batch], y_train[batch], num_train)
+                if not torch.isfinite(loss):
+                    raise DivergedError(f"the loss is {loss.item()}")
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        except DivergedError as err:
+            raise DivergedError(
+                f"run {run.path} diverged at epoch {epoch}: {err}. "
+                f"Lower optim.lr (now {cfg.optim.lr}) or check the data"
+            ) from None
         seconds += time.perf_counter() - started
         if epoch % cfg.train.eval_every == 0 or epoch == epochs:
             method.adapt_architecture(optimizer)

@@ -13,14 +13,21 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from bnnrepro.errors import DivergedError
 
-def poisson_quantile(rate: float, level: float) -> int:
-    """Smallest integer k >= 0 with P(X <= k) >= level for X ~ Poisson(rate)."""
-    if rate <= 0:
-        raise ValueError(f"Poisson rate must be positive, got {rate}")
+
+def poisson_quantile(rate: float, level: float, limit: int | None = None) -> int:
+    """Smallest integer k >= 0 with P(X <= k) >= level for X ~ Poisson(rate).
+
+    With `limit`, raise DivergedError instead of searching beyond k = limit.
+    """
+    if not 0 < rate < math.inf:
+        raise DivergedError(f"Poisson rate must be positive and finite, got {rate}")
     k, log_pmf = 0, -rate
     cdf = math.exp(log_pmf)
     while cdf < level:
+        if limit is not None and k >= limit:
+            raise DivergedError(f"the {level}-quantile of Poisson({rate:.4g}) exceeds {limit}")
         k += 1
         log_pmf += math.log(rate) - math.log(k)
         cdf += math.exp(log_pmf)
@@ -44,8 +51,9 @@ class TruncatedPoisson(nn.Module):
     floor(lambda) + 2, so that lambda always has a gradient; this changes m only for lambda < 0.052.
     """
 
-    def __init__(self, initial_rate: float, quantile: float = 0.95):
+    def __init__(self, initial_rate: float, quantile: float = 0.95, depth_limit: int = 1000):
         super().__init__()
+        self.depth_limit = depth_limit
         if not 0.5 <= quantile < 1:
             raise ValueError(f"TP(delta) needs delta in [0.5, 1) (Theorem 3.2), got {quantile}")
         self.quantile = quantile
@@ -57,8 +65,15 @@ class TruncatedPoisson(nn.Module):
         return F.softplus(self.rho)
 
     def max_depth(self) -> int:
+        """m(q): the deepest l with q(l) > 0; DivergedError beyond `depth_limit` layers."""
         rate = float(self.rate.detach())
-        return max(poisson_quantile(rate, self.quantile), math.floor(rate) + 1) + 1
+        try:
+            return max(poisson_quantile(rate, self.quantile, limit=self.depth_limit), math.floor(rate) + 1) + 1
+        except DivergedError as err:
+            raise DivergedError(
+                f"the depth posterior diverged: lambda = {rate:.4g} asks for more than depth_limit = "
+                f"{self.depth_limit} layers ({err})"
+            ) from None
 
     def log_probs(self, max_depth: int) -> torch.Tensor:
         return torch.log_softmax(shifted_poisson_log_probs(self.rate, max_depth), dim=0)

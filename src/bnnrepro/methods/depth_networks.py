@@ -125,7 +125,9 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
     if spec.task != "classification":
         raise ValueError(f"method {cfg.name!r} supports classification data only, got {spec.task!r}")
     if cfg.name == "udn":
-        posterior = TruncatedPoisson(cfg.depth_posterior.initial_rate, cfg.depth_posterior.quantile)
+        posterior = TruncatedPoisson(
+            cfg.depth_posterior.initial_rate, cfg.depth_posterior.quantile, cfg.depth_posterior.depth_limit
+        )
         prior = ShiftedPoissonPrior(cfg.depth_prior.rate)
     elif cfg.name == "finite":
         posterior, prior = FixedDepth(cfg.depth), PointMassPrior()
