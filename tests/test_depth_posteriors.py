@@ -7,6 +7,7 @@ import pytest
 import torch
 from scipy import stats
 
+from bnnrepro.errors import DivergedError
 from bnnrepro.inference.depth_posteriors import (
     CategoricalDepth,
     FixedDepth,
@@ -83,9 +84,10 @@ def test_poisson_quantile_matches_scipy_near_jumps():
             assert poisson_quantile(lam, 0.95) == int(stats.poisson.ppf(0.95, lam)), (k, lam)
 
 
-def test_poisson_quantile_rejects_nonpositive_rate():
-    with pytest.raises(ValueError):
-        poisson_quantile(0.0, 0.95)
+@pytest.mark.parametrize("rate", [0.0, -1.0, float("nan"), float("inf")])
+def test_poisson_quantile_rejects_invalid_rate(rate):
+    with pytest.raises((ValueError, RuntimeError)):
+        poisson_quantile(rate, 0.95)
 
 
 # --- Theorem 3.2 and Figure 5 -----------------------------------------------------------------------------
@@ -257,3 +259,11 @@ def test_uniform_and_point_mass_priors():
 def test_expected_depth():
     probs = np.array([0.1, 0.2, 0.3, 0.4])
     assert expected_depth(torch.tensor(np.log(probs))) == pytest.approx(1 * 0.1 + 2 * 0.2 + 3 * 0.3 + 4 * 0.4)
+
+
+def test_depth_limit_bounds_the_number_of_layers():
+    # m(q) at lambda = 1 is 4 layers: allowed with depth_limit = 4, a divergence with depth_limit = 3
+    assert TruncatedPoisson(1.0, depth_limit=4).max_depth() == 4
+    with pytest.raises(DivergedError):
+        TruncatedPoisson(1.0, depth_limit=3).max_depth()
+    assert TruncatedPoisson(30.0, depth_limit=1000).max_depth() == max(int(stats.poisson.ppf(0.95, 30.0)), 31) + 1

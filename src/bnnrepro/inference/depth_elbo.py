@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.special import xlogy
 
 
 def depth_elbo(
@@ -30,9 +29,10 @@ def depth_elbo(
     sum_{k<=l} KL(q(theta_k) || p(theta_k)) (cumulative over layers).
     """
     q = log_q.exp()
-    support = q > 0
-    per_depth = torch.where(support, log_prior + log_likelihood - weight_kl, torch.zeros_like(q))
-    return (q * per_depth).sum() - xlogy(q, q).sum()
+    support = torch.isfinite(log_q)
+    # log q(l) itself (not log of exp) keeps the gradient finite where q(l) underflows to 0.
+    per_depth = torch.where(support, log_prior + log_likelihood - weight_kl - log_q, torch.zeros_like(q))
+    return (q * per_depth).sum()
 
 
 def gaussian_weight_kl(means: list[torch.Tensor], prior_std: float) -> torch.Tensor:

@@ -68,7 +68,7 @@ class TruncatedPoisson(nn.Module):
         """m(q): the deepest l with q(l) > 0; DivergedError beyond `depth_limit` layers."""
         rate = float(self.rate.detach())
         try:
-            return max(poisson_quantile(rate, self.quantile, limit=self.depth_limit), math.floor(rate) + 1) + 1
+            return max(poisson_quantile(rate, self.quantile, limit=self.depth_limit - 1), math.floor(rate) + 1) + 1
         except DivergedError as err:
             raise DivergedError(
                 f"the depth posterior diverged: lambda = {rate:.4g} asks for more than depth_limit = "

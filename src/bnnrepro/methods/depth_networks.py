@@ -78,7 +78,7 @@ class DepthNetworkMethod(nn.Module):
         nll = F.cross_entropy(outputs.flatten(0, 1), y.repeat(len(depths)), reduction="none")
         batch_log_lik = -nll.view(len(depths), -1).sum(1) * (num_train / x.shape[0])
         index = torch.tensor(depths, device=x.device) - 1
-        log_lik = torch.zeros(max_depth, device=x.device).index_put((index,), batch_log_lik)
+        log_lik = torch.zeros(max_depth, device=x.device, dtype=batch_log_lik.dtype).index_put((index,), batch_log_lik)
         block_kl = torch.stack(
             [gaussian_weight_kl(b, self.weight_prior_std) for b in self.network.depth_blocks(max_depth)]
         )

@@ -1,0 +1,46 @@
+"""Shared helpers: a copy of the project in a temporary folder, and commands run inside it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT_FILES = ["Snakefile", "workflow", "config", "profiles", "src", "dvc.yaml", ".dvcignore", "environment.yml"]
+
+
+def environment(root: Path) -> dict[str, str]:
+    """The environment of a workflow command: this interpreter's bin first, the project root set."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env["BNNREPRO_ROOT"] = str(root)
+    return env
+
+
+def run(args: list[str], cwd: Path, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run a command in `cwd`; on failure show its output."""
+    result = subprocess.run(args, cwd=cwd, env=environment(cwd), capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def copy_project(destination: Path) -> Path:
+    """The workflow's files (no results, no environment) in `destination`."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=ignore)
+        else:
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return copy_project(tmp_path)

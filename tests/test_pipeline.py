@@ -1,0 +1,97 @@
+"""The whole DAG at `smoke` scale in a temporary copy of the project, run as users run it.
+
+`dvc repro` (which runs Snakemake) builds reports/report.pdf; right after, `snakemake -n` schedules
+nothing and a second `dvc repro` does nothing; a changed study config reruns only what it affects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from pypdf import PdfReader
+
+from bnnrepro.artifacts.registry import catalog
+from tests.conftest import copy_project, run
+
+pytestmark = pytest.mark.slow
+
+REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "udn/fig6"}
+
+
+def scheduled_jobs(dry_run_output: str) -> dict[str, int]:
+    """Job counts per rule from the 'Job stats' table of `snakemake -n`."""
+    stats = dry_run_output.split("Job stats:", 1)[-1]
+    return {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if rule != "total"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = copy_project(tmp_path_factory.mktemp("project"))
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    (project / "config/config.yaml").write_text(yaml.safe_dump({**config, "scale": "smoke"}))
+    run(["git", "init", "-q"], project)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", "--allow-empty"], project)
+    run(["dvc", "init", "-q"], project)
+    run(["dvc", "config", "core.analytics", "false"], project)
+    run(["dvc", "repro"], project)
+    return project
+
+
+def test_report_lists_every_artifact_with_its_status(built: Path) -> None:
+    manifest = json.loads((built / "results/smoke/report_manifest.json").read_text())
+    status = {a["id"]: a["status"] for a in manifest["artifacts"]}
+    assert list(status) == [a["id"] for a in catalog()["artifacts"]]
+    assert len(status) == 78
+    assert {i for i, s in status.items() if s == "reproduced"} == REPRODUCED
+    assert sum(s == "diagram" for s in status.values()) == 9
+    assert sum(s == "not yet reproduced" for s in status.values()) == 78 - 9 - len(REPRODUCED)
+    text = " ".join(" ".join(p.extract_text() for p in PdfReader(built / "reports/report.pdf").pages).split())
+    assert "udn/table1" in text and "not yet reproduced" in text and "Standard network Ω_3" in text
+
+
+def test_every_artifact_file_exists(built: Path) -> None:
+    for stem in ("udn_fig2", "udn_fig3a", "udn_fig3b", "udn_fig5", "udn_fig6"):
+        assert (built / f"reports/figures/{stem}.png").stat().st_size > 1000
+        assert (built / f"reports/figures/{stem}.pdf").read_bytes().startswith(b"%PDF")
+    for ext in ("csv", "md", "tex"):
+        assert (built / f"reports/tables/udn_table1.{ext}").exists()
+
+
+def test_table_puts_ours_beside_the_published_numbers(built: Path) -> None:
+    table = pd.read_csv(built / "reports/tables/udn_table1.csv").set_index("row")
+    assert table.loc["UDN", "published"] == 91.7 and table.loc["UDN", "published_error"] == 1.1
+    ours = pd.read_csv(built / "results/smoke/udn_spirals/metrics.csv")
+    udn = ours[(ours.method == "udn") & (ours.metric == "test_accuracy") & (ours.lr == 0.005)]
+    assert table.loc["UDN", "ours"] == pytest.approx(100 * udn["value"].mean())
+    assert table.loc["UDN", "difference"] == pytest.approx(table.loc["UDN", "ours"] - 91.7)
+    assert pd.isna(table.loc["Standard network Ω_5", "ours"])  # not run at smoke scale: published only
+
+
+def test_tidy_metrics_have_one_row_per_run_and_metric(built: Path) -> None:
+    metrics = pd.read_csv(built / "results/smoke/udn_spirals/metrics.csv")
+    assert {"study", "method", "dataset", "hparams", "seed", "metric", "value"} <= set(metrics.columns)
+    assert metrics.groupby(["run", "metric"]).size().max() == 1
+    assert metrics["run"].nunique() == 10  # smoke: 3 methods x 2 omegas + 2 methods x 2 omegas
+
+
+def test_nothing_to_do_after_the_run(built: Path) -> None:
+    assert "Nothing to be done" in run(["snakemake", "-n"], built).stdout
+    second = run(["dvc", "repro"], built)
+    assert "didn't change" in second.stdout or "up to date" in second.stdout
+    assert "Running stage" not in second.stdout
+
+
+def test_a_changed_study_config_reruns_only_what_depends_on_it(built: Path) -> None:
+    study_file = built / "config/studies/udn_spirals.yaml"
+    study = yaml.safe_load(study_file.read_text())
+    study["scales"]["smoke"]["lr_0.01"]["method"].append("finite_4")
+    study_file.write_text(yaml.safe_dump(study))
+    jobs = scheduled_jobs(run(["snakemake", "-n"], built).stdout)
+    assert jobs["train"] == 2  # finite_4 at the two smoke omegas; nothing else retrains
+    assert "generate_data" not in jobs
+    assert jobs["aggregate"] == 1 and jobs["report"] == 1

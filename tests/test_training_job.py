@@ -1,0 +1,122 @@
+"""One training job run as users run it: `python -m bnnrepro.train` with Hydra overrides.
+
+Killed midway (SIGKILL) it resumes from its last checkpoint and ends with the metrics of an
+uninterrupted run; the same seed gives the same metrics; a diverged run stops with an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from bnnrepro.data.registry import generate_instance
+from bnnrepro.device import resolve_device
+from tests.conftest import ROOT, environment
+
+
+@pytest.fixture(scope="module")
+def spiral_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "omega=6,seed=0.npz"
+    generate_instance("spirals", "omega=6,seed=0", path)
+    return path
+
+
+def train_command(data: Path, run_dir: Path, *overrides: str) -> list[str]:
+    return [
+        sys.executable, "-m", "bnnrepro.train", "method=udn", f"dataset.path='{data}'", f"run_dir='{run_dir}'",
+        "scale=smoke", *overrides,
+    ]  # fmt: skip
+
+
+def train(data: Path, run_dir: Path, *overrides: str) -> dict:
+    subprocess.run(train_command(data, run_dir, *overrides), env=environment(ROOT), check=True, capture_output=True)
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def resumable_epoch(run_dir: Path) -> int:
+    try:
+        return torch.load(run_dir / "resume.pt", weights_only=True)["epoch"]
+    except (FileNotFoundError, RuntimeError, EOFError):
+        return 0
+
+
+@pytest.mark.slow
+def test_killed_job_resumes_and_ends_with_the_uninterrupted_metrics(spiral_file: Path, tmp_path: Path) -> None:
+    settings = ("train.epochs=400", "train.eval_every=20", "train.checkpoint_every=20")
+    reference = train(spiral_file, tmp_path / "reference", *settings)
+
+    run_dir = tmp_path / "killed"
+    job = subprocess.Popen(train_command(spiral_file, run_dir, *settings), env=environment(ROOT))
+    deadline = time.monotonic() + 120
+    while resumable_epoch(run_dir) < 60 and job.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    job.send_signal(signal.SIGKILL)
+    assert job.wait() == -signal.SIGKILL, "the job finished before it could be killed; give it more epochs"
+    killed_at = resumable_epoch(run_dir)
+    assert 60 <= killed_at < 400
+    assert not (run_dir / "metrics.json").exists()
+
+    resumed = train(spiral_file, run_dir, *settings)
+    assert f"from epoch {killed_at}" in (run_dir / "train.log").read_text()
+    assert resumed["metrics"] == reference["metrics"]
+    assert resumed["history"] == reference["history"]
+    assert not (run_dir / "resume.pt").exists()
+
+
+def test_same_seed_same_metrics_and_other_seed_other_metrics(spiral_file: Path, tmp_path: Path) -> None:
+    first = train(spiral_file, tmp_path / "a", "seed=3")
+    second = train(spiral_file, tmp_path / "b", "seed=3")
+    other = train(spiral_file, tmp_path / "c", "seed=4")
+    assert first["history"] == second["history"]
+    assert first["history"] != other["history"]
+
+
+def test_a_changed_config_does_not_resume_from_a_stale_checkpoint(spiral_file: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    train(spiral_file, run_dir, "train.epochs=10", "train.checkpoint_every=5")
+    stale = {"config_digest": "another configuration", "epoch": 5}
+    torch.save(stale, run_dir / "resume.pt")
+    train(spiral_file, run_dir, "train.epochs=10", "train.checkpoint_every=5")
+    assert "resumed" not in (run_dir / "train.log").read_text()
+
+
+@pytest.mark.parametrize("method", ["udn", "finite"])
+def test_diverged_run_stops_with_an_error_naming_the_run(spiral_file: Path, tmp_path: Path, method: str) -> None:
+    run_dir = tmp_path / f"diverging-{method}"
+    command = train_command(spiral_file, run_dir, f"method={method}", "optim.lr=1e30", "train.epochs=5")
+    result = subprocess.run(command, env=environment(ROOT), capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert f"run {run_dir} diverged" in result.stderr
+    assert "Lower optim.lr" in result.stderr
+    assert not (run_dir / "metrics.json").exists()
+
+
+def test_outputs_are_complete_and_checkpoint_loads_without_pickle(spiral_file: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    result = train(spiral_file, run_dir)
+    assert {p.name for p in run_dir.iterdir()} == {"config.yaml", "metrics.json", "train.log", "checkpoint.pt"}
+    checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert any(key.startswith("network.layers.") for key in checkpoint["model"])
+    assert "method:\n  name: udn" in (run_dir / "config.yaml").read_text()
+    assert result["metrics"]["selected_epoch"] in [record["epoch"] for record in result["history"]]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised when no GPU is present")
+def test_cuda_without_a_gpu_is_a_clear_error() -> None:
+    with pytest.raises(RuntimeError, match="device=cuda was requested, but torch sees no CUDA GPU"):
+        resolve_device("cuda")
+    assert resolve_device("auto") == torch.device("cpu")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+def test_training_runs_on_cuda(spiral_file: Path, tmp_path: Path) -> None:
+    result = train(spiral_file, tmp_path / "cuda", "device=cuda", "train.epochs=10")
+    assert result["metrics"]["test_accuracy"] > 0.5
