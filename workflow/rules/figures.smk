@@ -16,10 +16,10 @@ rule figure:
         "logs/figures/{stem}.log",
     wildcard_constraints:
         stem=artifact_stems("figure"),
-    params:
-        arguments=artifact_arguments,
     conda:
         "../../environment.yml"
+    params:
+        arguments=artifact_arguments,
     shell:
         "python -m bnnrepro.artifacts {params.arguments} --outputs {output.pdf} {output.png} > {log} 2>&1"
 
@@ -40,9 +40,9 @@ rule table:
         "logs/tables/{stem}.log",
     wildcard_constraints:
         stem=artifact_stems("table"),
-    params:
-        arguments=artifact_arguments,
     conda:
         "../../environment.yml"
+    params:
+        arguments=artifact_arguments,
     shell:
         "python -m bnnrepro.artifacts {params.arguments} --outputs {output.csv} {output.md} {output.tex} > {log} 2>&1"

@@ -9,10 +9,10 @@ rule report_manifest:
         f"results/{SCALE}/report_manifest.json",
     log:
         f"logs/report/{SCALE}_manifest.log",
-    params:
-        config=report_config(),
     conda:
         "../../environment.yml"
+    params:
+        config=report_config(),
     shell:
         "python -m bnnrepro.report.manifest --config {params.config} --out {output} > {log} 2>&1"
 

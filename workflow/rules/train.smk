@@ -13,12 +13,12 @@ rule train:
         "logs/train/{scale}/{study}/{run}.log",
     wildcard_constraints:
         scale="smoke|default|paper",
-    params:
-        overrides=run_overrides,
+    conda:
+        "../../environment.yml"
     threads: config["threads_per_job"]
     resources:
         gpu=training_gpus,
-    conda:
-        "../../environment.yml"
+    params:
+        overrides=run_overrides,
     shell:
         "python -m bnnrepro.train {params.overrides} > {log} 2>&1"

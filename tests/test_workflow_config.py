@@ -1,0 +1,91 @@
+"""The workflow's configuration: validated on every run, with errors that name the problem and the fix;
+and the workflow's code passes `snakemake --lint`, snakefmt and ruff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bnnrepro.studies import load_study
+from tests.conftest import ROOT, run
+
+
+def dry_run_error(project: Path, *config: str) -> str:
+    result = run(["snakemake", "-n", "--config", *config], project, check=False)
+    assert result.returncode != 0, result.stdout
+    return result.stdout + result.stderr
+
+
+def edit_study(project: Path, edit) -> None:
+    path = project / "config/studies/udn_spirals.yaml"
+    study = yaml.safe_load(path.read_text())
+    edit(study)
+    path.write_text(yaml.safe_dump(study))
+
+
+def test_an_unknown_scale_lists_the_valid_scales(project: Path) -> None:
+    assert "'huge' is not one of ['smoke', 'default', 'paper']" in dry_run_error(project, "scale=huge")
+
+
+def test_a_mistyped_key_is_named(project: Path) -> None:
+    assert "'scael' was unexpected" in dry_run_error(project, "scael=smoke")
+
+
+def test_an_unknown_study_lists_the_available_studies(project: Path) -> None:
+    message = dry_run_error(project, "studies=[udn_spiral]")
+    assert "unknown study 'udn_spiral'; available studies: udn_spirals" in message
+
+
+def test_an_unknown_method_in_a_study_lists_the_methods(project: Path) -> None:
+    edit_study(project, lambda s: s["grids"]["lr_0.01"]["method"].append("udm"))
+    message = dry_run_error(project, "scale=smoke")
+    assert "unknown method 'udm'; add it to method_variants or use one of: " in message
+    assert "finite_3" in message.split("use one of:", 1)[1]
+
+
+def test_a_mistyped_hydra_key_in_a_study_is_caught_before_any_job(project: Path) -> None:
+    edit_study(project, lambda s: s["grids"]["lr_0.01"].update({"dataset.omgea": [1]}))
+    message = dry_run_error(project, "scale=smoke")
+    assert "invalid Hydra override" in message and "omgea" in message
+
+
+def test_an_unknown_artifact_in_a_study_is_named(project: Path) -> None:
+    edit_study(project, lambda s: s["artifacts"].append("udn/fig99"))
+    assert "unknown artifact 'udn/fig99'" in dry_run_error(project, "scale=smoke")
+
+
+def test_a_mistyped_scale_section_in_a_study_is_named(project: Path) -> None:
+    edit_study(project, lambda s: s["scales"].update({"defualt": {}}))
+    assert "'defualt' was unexpected" in dry_run_error(project, "scale=smoke")
+
+
+def test_study_grids_expand_to_one_run_per_point() -> None:
+    study = load_study("udn_spirals")
+    paper = study.runs("paper")
+    assert len(paper) == 10 * 17 * 5 * 2  # methods x omegas x seeds x learning rates
+    assert len({run.id for run in paper}) == len(paper)
+    default = study.runs("default")
+    assert len(default) == 5 * 4 * 2 + 3 * 4 * 1
+    run = default[0]
+    assert run.id == "udn/spirals/omega=2,lr=0.005/seed=0"
+    assert run.data_file == "results/data/spirals/omega=2,seed=0.npz"
+    assert "method.depth=3" in study.overrides(next(r for r in default if r.method == "finite_3"))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["snakemake", "--lint"],
+        ["snakefmt", "--check", "Snakefile", "workflow"],
+        ["ruff", "check", "src", "tests", "benchmarks"],
+        ["ruff", "format", "--check", "src", "tests", "benchmarks"],
+    ],
+    ids=["snakemake-lint", "snakefmt", "ruff-check", "ruff-format"],
+)
+def test_code_passes_the_linters(command: list[str]) -> None:
+    result = run(command, ROOT, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    if command[1] == "--lint":
+        assert "Congratulations" in result.stdout + result.stderr
