@@ -86,6 +86,17 @@ def test_nothing_to_do_after_the_run(built: Path) -> None:
     assert "Running stage" not in second.stdout
 
 
+def test_a_code_change_reruns_only_the_jobs_that_run_that_code(built: Path) -> None:
+    module = built / "src/bnnrepro/artifacts/udn_spirals.py"
+    original = module.read_text()
+    module.write_text(original + "\n# an edit\n")
+    try:
+        jobs = scheduled_jobs(run(["snakemake", "-n"], built).stdout)
+    finally:
+        module.write_text(original)
+    assert jobs == {"figure": 5, "table": 1, "report_manifest": 1, "report": 1, "all": 1}
+
+
 def test_a_changed_study_config_reruns_only_what_depends_on_it(built: Path) -> None:
     study_file = built / "config/studies/udn_spirals.yaml"
     study = yaml.safe_load(study_file.read_text())
@@ -95,3 +106,9 @@ def test_a_changed_study_config_reruns_only_what_depends_on_it(built: Path) -> N
     assert jobs["train"] == 2  # finite_4 at the two smoke omegas; nothing else retrains
     assert "generate_data" not in jobs
     assert jobs["aggregate"] == 1 and jobs["report"] == 1
+
+
+def test_snakemake_html_report_builds(built: Path) -> None:
+    run(["snakemake", "--report", "reports/report.html"], built)
+    html = (built / "reports/report.html").read_text()
+    assert "udn_fig3a" in html and "udn_table1" in html

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bnnrepro.files import write_atomic
 from bnnrepro.studies import load_study
 
 
@@ -33,10 +34,7 @@ def tidy_metrics(study_name: str, scale: str) -> pd.DataFrame:
 def main() -> None:
     study_name, scale, out = sys.argv[1:]
     table = tidy_metrics(study_name, scale)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(out).with_name(f".{Path(out).name}.tmp")
-    table.to_csv(tmp, index=False)
-    tmp.replace(out)
+    write_atomic(Path(out), lambda tmp: table.to_csv(tmp, index=False))
 
 
 if __name__ == "__main__":

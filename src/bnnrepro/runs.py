@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import torch
+
+from bnnrepro.files import write_atomic
 
 
 class RunFolder:
@@ -31,19 +32,14 @@ class RunFolder:
     def file(self, name: str) -> Path:
         return self.path / name
 
-    def _replace(self, name: str, write) -> None:
-        tmp = self.file(f".{name}.tmp")
-        write(tmp)
-        os.replace(tmp, self.file(name))
-
     def write_text(self, name: str, text: str) -> None:
-        self._replace(name, lambda tmp: tmp.write_text(text))
+        write_atomic(self.file(name), lambda tmp: tmp.write_text(text))
 
     def write_json(self, name: str, data: dict) -> None:
         self.write_text(name, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def save(self, name: str, state: dict) -> None:
-        self._replace(name, lambda tmp: torch.save(state, tmp))
+        write_atomic(self.file(name), lambda tmp: torch.save(state, tmp))
 
     def load_resume(self, config_digest: str) -> dict | None:
         """The resumable state if one exists for this exact configuration, else None."""

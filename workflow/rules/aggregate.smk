@@ -3,7 +3,8 @@
 
 rule aggregate:
     input:
-        study_run_metrics,
+        metrics=study_run_metrics,
+        code=source_files("bnnrepro.aggregate"),
     output:
         report(
             "results/{scale}/{study}/metrics.csv",

@@ -5,7 +5,10 @@ import shlex
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from bnnrepro.artifacts.registry import catalog, implementations
+from bnnrepro.artifacts.registry import CATALOG, implementations
+from bnnrepro.data.registry import dataset
+from bnnrepro.methods import METHOD_MODULES
+from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import StudyError, available_studies, load_study
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -56,6 +59,18 @@ def run_data(wildcards):
     return RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"][1].data_file
 
 
+def train_code(wildcards):
+    """Source files the training job runs: a code change reruns exactly the runs it affects."""
+    study, run = RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"]
+    method = study.method_variants[run.method]["method"]
+    return source_files("bnnrepro.train", METHOD_MODULES[method])
+
+
+def data_code(wildcards):
+    generator_module = dataset(wildcards.dataset).generator.split(":")[0]
+    return source_files("bnnrepro.data.__main__", generator_module)
+
+
 def run_overrides(wildcards):
     """Hydra overrides of one training job, shell-quoted."""
     study, run = RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"]
@@ -76,7 +91,8 @@ def training_gpus(wildcards):
 
 def artifact_inputs(wildcards):
     study, implementation = ARTIFACTS[wildcards.stem]
-    inputs = {}
+    code = source_files("bnnrepro.artifacts.__main__", implementation.draw.__module__)
+    inputs = {"code": code + project_paths([CATALOG])}
     if implementation.uses == "metrics":
         inputs["metrics"] = f"results/{SCALE}/{study.name}/metrics.csv"
     if implementation.uses == "data":
@@ -108,6 +124,11 @@ def artifact_files(kind):
 
 def artifact_stems(kind):
     return "|".join(stem for stem, (_, impl) in ARTIFACTS.items() if impl.output == kind) or "^$"
+
+
+def report_code(module):
+    """Source files of a report step, and the catalog it reads."""
+    return source_files(module) + project_paths([CATALOG])
 
 
 def report_config():

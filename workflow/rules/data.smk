@@ -2,6 +2,8 @@
 
 
 rule generate_data:
+    input:
+        code=data_code,
     output:
         "results/data/{dataset}/{instance}.npz",
     log:

@@ -5,6 +5,7 @@ rule report_manifest:
     input:
         figures=artifact_files("figure"),
         tables=artifact_files("table"),
+        code=report_code("bnnrepro.report.manifest"),
     output:
         f"results/{SCALE}/report_manifest.json",
     log:
@@ -19,7 +20,8 @@ rule report_manifest:
 
 rule report:
     input:
-        f"results/{SCALE}/report_manifest.json",
+        manifest=f"results/{SCALE}/report_manifest.json",
+        code=report_code("bnnrepro.report.__main__"),
     output:
         pdf=report("reports/report.pdf", caption="../report/report.rst", category="Report"),
         typst_source="reports/report.typ",
@@ -28,4 +30,4 @@ rule report:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.report {input} {output.pdf} > {log} 2>&1"
+        "python -m bnnrepro.report {input.manifest} {output.pdf} > {log} 2>&1"

@@ -4,6 +4,7 @@
 rule train:
     input:
         data=run_data,
+        code=train_code,
     output:
         metrics="results/{scale}/{study}/runs/{run}/metrics.json",
         config="results/{scale}/{study}/runs/{run}/config.yaml",

@@ -6,7 +6,6 @@ within the published error (|ours - published| <= published error).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import matplotlib
@@ -17,6 +16,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from bnnrepro.artifacts.registry import catalog_entry  # noqa: E402
+from bnnrepro.files import write_atomic  # noqa: E402
 
 TABLE_COLUMNS = [
     "row", "column", "ours", "ours_error", "n_runs", "published", "published_error",
@@ -24,17 +24,10 @@ TABLE_COLUMNS = [
 ]  # fmt: skip
 
 
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def save_figure(fig: Figure, pdf: Path, png: Path) -> None:
     # A fixed creation date keeps the PDF identical across reruns of the same numbers.
-    _atomic(pdf, lambda tmp: fig.savefig(tmp, metadata={"CreationDate": None}))
-    _atomic(png, lambda tmp: fig.savefig(tmp, dpi=150))
+    write_atomic(pdf, lambda tmp: fig.savefig(tmp, metadata={"CreationDate": None}))
+    write_atomic(png, lambda tmp: fig.savefig(tmp, dpi=150))
 
 
 def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) -> pd.DataFrame:
@@ -83,6 +76,6 @@ def to_latex(table: pd.DataFrame) -> str:
 
 
 def save_table(table: pd.DataFrame, csv: Path, markdown: Path, latex: Path) -> None:
-    _atomic(csv, lambda tmp: table.to_csv(tmp, index=False))
-    _atomic(markdown, lambda tmp: tmp.write_text(to_markdown(table)))
-    _atomic(latex, lambda tmp: tmp.write_text(to_latex(table)))
+    write_atomic(csv, lambda tmp: table.to_csv(tmp, index=False))
+    write_atomic(markdown, lambda tmp: tmp.write_text(to_markdown(table)))
+    write_atomic(latex, lambda tmp: tmp.write_text(to_latex(table)))

@@ -89,9 +89,16 @@ def accuracy_vs_omega(context: ArtifactContext) -> Figure:
     return fig
 
 
-@figure("udn/fig3b", note=scale_note)
+def depth_note(scale: str) -> str:
+    return (
+        f"{scale_note(scale)} E_q[ℓ] of the fitted posterior, i.e. at the last epoch (the paper does not say "
+        "which epoch; at the validation-selected one, easy spirals stop at the initial posterior)."
+    )
+
+
+@figure("udn/fig3b", note=depth_note)
 def depth_vs_omega(context: ArtifactContext) -> Figure:
-    rows = context.metric("expected_depth")
+    rows = context.metric("last_expected_depth")
     rows = rows[(rows["method"] == "udn") & np.isclose(rows["lr"], 0.005)]
     fig, ax = plt.subplots(figsize=(6, 4))
     sns.boxplot(rows, x="omega", y="value", color=UDN_COLOUR, ax=ax)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bnnrepro.files import write_atomic
+
 SPLITS = ("train", "val", "test")
 
 
@@ -37,10 +39,7 @@ class Splits:
 
     def save(self, path: Path) -> None:
         """Write atomically as .npz (no pickled objects)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, **self.arrays)
-        tmp.replace(path)
+        write_atomic(path, lambda tmp: np.savez(tmp, **self.arrays))
 
     @classmethod
     def load(cls, path: Path) -> Splits:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from bnnrepro.artifacts.registry import catalog, implementations
+from bnnrepro.files import write_atomic
 from bnnrepro.paths import project_root
 from bnnrepro.studies import load_study
 
@@ -85,10 +86,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     manifest = build_manifest(json.loads(args.config))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(f".{args.out.name}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
-    tmp.replace(args.out)
+    write_atomic(args.out, lambda tmp: tmp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False)))
 
 
 if __name__ == "__main__":

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import struct
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import typst
+
+from bnnrepro.files import write_atomic
 
 STATUS_LABELS = {"reproduced": "reproduced", "not yet reproduced": "not yet reproduced", "diagram": "diagram: no data"}
 
@@ -302,12 +303,6 @@ def _timestamp(provenance: dict) -> int | None:
     return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def build_report(manifest_path: Path, out_pdf: Path) -> None:
     """Write `out_pdf` and its Typst source (`out_pdf` with suffix .typ) from the JSON manifest."""
     manifest_path, out_pdf = Path(manifest_path), Path(out_pdf)
@@ -316,7 +311,7 @@ def build_report(manifest_path: Path, out_pdf: Path) -> None:
     source = render_typst(manifest, root)
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     typ_path = out_pdf.with_suffix(".typ")
-    _write_atomic(typ_path, source.encode("utf-8"))
+    write_atomic(typ_path, lambda tmp: tmp.write_bytes(source.encode("utf-8")))
     try:
         pdf = typst.compile(
             source.encode("utf-8"),
@@ -326,4 +321,4 @@ def build_report(manifest_path: Path, out_pdf: Path) -> None:
         )
     except typst.TypstError as error:
         raise RuntimeError(f"typst could not compile {typ_path}: {error}") from error
-    _write_atomic(out_pdf, pdf)
+    write_atomic(out_pdf, lambda tmp: tmp.write_bytes(pdf))

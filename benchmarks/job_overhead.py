@@ -1,0 +1,73 @@
+"""Per-job overhead of a training job against a bare `python -c "import torch"`, measured in one run.
+
+Prints the median wall time over N repetitions of:
+  bare torch      python -c "import torch"
+  imports         python -c "import bnnrepro.train"
+  start-up        imports + Hydra composition of the job's config (what a job does before training)
+  whole job       `python -m bnnrepro.train` for 1 epoch of the UDN on spirals, minus its training time
+Usage: python benchmarks/job_overhead.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bnnrepro.data.registry import generate_instance
+
+COMPOSE = (
+    "from bnnrepro.train import compose_config; "
+    "compose_config(['method=udn', 'dataset=spirals', 'scale=default', 'run_dir=x', 'dataset.path=x'])"
+)
+
+
+def wall_time(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def median_time(command: list[str], repeats: int) -> float:
+    wall_time(command)  # warm the file cache
+    return statistics.median(wall_time(command) for _ in range(repeats))
+
+
+def whole_job(repeats: int) -> float:
+    with tempfile.TemporaryDirectory() as folder:
+        data = Path(folder) / "spirals.npz"
+        generate_instance("spirals", "omega=4,seed=0", data)
+        times = []
+        for i in range(repeats + 1):
+            run_dir = Path(folder) / f"run{i}"
+            command = [sys.executable, "-m", "bnnrepro.train", "method=udn", f"dataset.path='{data}'",
+                       f"run_dir='{run_dir}'", "train.epochs=1"]  # fmt: skip
+            elapsed = wall_time(command)
+            times.append(elapsed - json.loads((run_dir / "metrics.json").read_text())["train_seconds"])
+        return statistics.median(times[1:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=7)
+    repeats = parser.parse_args().repeats
+    bare = median_time([sys.executable, "-c", "import torch"], repeats)
+    results = {
+        "bare torch import": bare,
+        "imports (bnnrepro.train)": median_time([sys.executable, "-c", "import bnnrepro.train"], repeats),
+        "start-up (imports + config composition)": median_time([sys.executable, "-c", COMPOSE], repeats),
+        "whole 1-epoch job minus training": whole_job(repeats),
+    }
+    print(f"machine: {platform.processor() or platform.machine()}, {platform.python_version()}, median of {repeats}")
+    for name, seconds in results.items():
+        print(f"{name:42s} {seconds:6.2f} s   {seconds / bare:5.2f} x bare torch")
+
+
+if __name__ == "__main__":
+    main()

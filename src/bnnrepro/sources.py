@@ -1,0 +1,75 @@
+"""The project source files a module runs, so that workflow rules can declare them as inputs.
+
+Snakemake reruns a job when an input changes; declaring the `bnnrepro` modules a job imports
+(transitively, found by reading their `import` statements) makes a code change rerun exactly the jobs
+that run that code.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import bnnrepro
+from bnnrepro.paths import project_root
+
+PACKAGE_DIR = Path(bnnrepro.__file__).parent
+
+
+def _module_file(name: str) -> Path | None:
+    """bnnrepro.a.b -> .../bnnrepro/a/b.py (or a/b/__init__.py), found on disk without importing it."""
+    parts = name.split(".")
+    if parts[0] != "bnnrepro":
+        return None
+    base = PACKAGE_DIR.joinpath(*parts[1:])
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported_modules(path: Path, name: str) -> set[str]:
+    """bnnrepro modules named by the import statements of one file (and the packages they live in)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {m for m in found if _module_file(m) is not None}
+
+
+@cache
+def module_closure(name: str) -> frozenset[Path]:
+    """Source files of `name` and of every bnnrepro module it imports, transitively."""
+    seen, todo = set(), [name]
+    while todo:
+        module = todo.pop()
+        path = _module_file(module)
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        todo += sorted(_imported_modules(path, module))
+    return frozenset(seen)
+
+
+def project_paths(files) -> list[str]:
+    """Project-relative paths (src/bnnrepro/...) of package files; empty where the package is installed
+    outside the project (then changes to them cannot be tracked)."""
+    paths = []
+    for path in sorted(files):
+        in_project = project_root() / "src" / "bnnrepro" / Path(path).relative_to(PACKAGE_DIR)
+        if in_project.exists():
+            paths.append(str(in_project.relative_to(project_root())))
+    return paths
+
+
+def source_files(*modules: str) -> list[str]:
+    """Project-relative paths of the code the modules run."""
+    return project_paths(set().union(*(module_closure(m) for m in modules)))
