@@ -23,3 +23,4 @@ rule all:
     default_target: True
     input:
         "reports/report.pdf",
+        prepared_datasets(),

@@ -6,7 +6,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from bnnrepro.artifacts.registry import CATALOG, implementations
-from bnnrepro.data.registry import dataset
+from bnnrepro.data.registry import dataset, downloads
 from bnnrepro.methods import METHOD_MODULES
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import StudyError, available_studies, load_study
@@ -69,6 +69,35 @@ def train_code(wildcards):
 def data_code(wildcards):
     generator_module = dataset(wildcards.dataset).generator.split(":")[0]
     return source_files("bnnrepro.data.__main__", generator_module)
+
+
+DOWNLOAD_NAMES = "|".join(entry.name for entry in downloads())
+
+
+def download_code(step):
+    """Source files of a download's `prepare` or `standin` step."""
+
+    def code(wildcards):
+        step_module = getattr(dataset(wildcards.download), step).split(":")[0]
+        return source_files("bnnrepro.data.__main__", step_module)
+
+    return code
+
+
+def data_mirror():
+    """The mirror base URL for downloads ('' for the canonical URLs), shell-quoted."""
+    return shlex.quote(config.get("data_mirror") or "")
+
+
+def prepared_datasets():
+    """The datasets of config 'datasets', prepared: real data at `paper` scale, stand-ins below it."""
+    unknown = [name for name in config["datasets"] if name not in DOWNLOAD_NAMES.split("|")]
+    if unknown:
+        raise WorkflowError(
+            f"config 'datasets': unknown download {', '.join(map(repr, unknown))}; "
+            f"downloads in config/datasets.yaml: {DOWNLOAD_NAMES.replace('|', ', ')}"
+        )
+    return [dataset(name).prepared_file(standin=SCALE != "paper") for name in config["datasets"]]
 
 
 def run_overrides(wildcards):

