@@ -32,6 +32,7 @@ def run(args: list[str], cwd: Path, check: bool = True, timeout: float = 900) ->
 def copy_project(destination: Path) -> Path:
     """The workflow's files (no results, no environment) in `destination`."""
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    destination.mkdir(parents=True, exist_ok=True)
     for name in PROJECT_FILES:
         source = ROOT / name
         if source.is_dir():

@@ -90,14 +90,19 @@ def data_mirror():
 
 
 def prepared_datasets():
-    """The datasets of config 'datasets', prepared: real data at `paper` scale, stand-ins below it."""
-    unknown = [name for name in config["datasets"] if name not in DOWNLOAD_NAMES.split("|")]
-    if unknown:
-        raise WorkflowError(
-            f"config 'datasets': unknown download {', '.join(map(repr, unknown))}; "
-            f"downloads in config/datasets.yaml: {DOWNLOAD_NAMES.replace('|', ', ')}"
-        )
-    return [dataset(name).prepared_file(standin=SCALE != "paper") for name in config["datasets"]]
+    """The datasets of config 'datasets', ready for their loaders: a download's real data at the `paper`
+    scale and its stand-in below it; a generated dataset's instance with the paper's values and seed 0."""
+    files = []
+    for name in config["datasets"]:
+        try:
+            entry = dataset(name)
+        except KeyError as err:
+            raise WorkflowError(f"config 'datasets': {err.args[0]}") from None
+        if name in DOWNLOAD_NAMES.split("|"):
+            files.append(entry.prepared_file(standin=SCALE != "paper"))
+        else:
+            files.append(f"results/data/{name}/seed=0.npz")
+    return files
 
 
 def run_overrides(wildcards):

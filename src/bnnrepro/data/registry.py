@@ -122,13 +122,18 @@ def data_path(dataset_name: str, values: dict, seed: int) -> str:
 
 
 def generate_instance(dataset_name: str, instance: str, out: Path) -> None:
-    """Generate one data file; unspecified data keys take the Hydra dataset config's values."""
+    """Generate one data file. Data keys not in `instance` take the Hydra dataset config's values
+    (config/train/dataset/<name>.yaml) where it sets them, else the generator's defaults (the paper's)."""
     entry = dataset(dataset_name)
-    config = OmegaConf.load(train_config_dir() / "dataset" / f"{dataset_name}.yaml")
+    if not isinstance(entry, GeneratedDataset):
+        raise KeyError(f"dataset {dataset_name!r} is a download: fetch and prepare it instead of generating it")
+    config_file = train_config_dir() / "dataset" / f"{dataset_name}.yaml"
+    config = OmegaConf.load(config_file) if config_file.exists() else {}
     given = parse_instance(instance)
     seed = int(given.pop("seed"))
     unknown = set(given) - set(entry.data_keys)
     if unknown:
         raise KeyError(f"dataset {dataset_name!r} has no data key(s) {sorted(unknown)}; data keys: {entry.data_keys}")
-    values = {k: yaml.safe_load(given[k]) if k in given else config[k] for k in entry.data_keys}
+    values = {k: config[k] for k in entry.data_keys if k in config}
+    values.update({k: yaml.safe_load(v) for k, v in given.items()})
     entry.generate(values, seed).save(out)

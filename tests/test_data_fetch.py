@@ -1,0 +1,201 @@
+"""Downloads: checksummed, mirror-aware, resumable, and never leaving a partial file behind.
+
+Unit tests serve a small generated registry from a loopback HTTP server that can truncate, corrupt or
+drop files; the slow test fetches the real UCI and mocap files of ../shared/datasets through the
+workflow's real path (Snakemake -> `dvc repro fetch@<name>` -> the fetcher) and checks them against
+the raw files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from scipy.io import loadmat
+
+from bnnrepro.data import registry
+from bnnrepro.data.fetch import DownloadError, fetch, md5sum
+from tests.conftest import ROOT, copy_project, run
+
+SHARED = ROOT.parent / "shared" / "datasets"
+UCI_FOLDERS = {
+    "uci_boston": "bostonHousing", "uci_concrete": "concrete", "uci_energy": "energy", "uci_kin8nm": "kin8nm",
+    "uci_naval": "naval-propulsion-plant", "uci_power": "power-plant", "uci_protein": "protein-tertiary-structure",
+    "uci_wine": "wine-quality-red", "uci_yacht": "yacht",
+}  # fmt: skip
+
+
+class MirrorHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves `directory`; files named in `server.truncate` are cut in half, and those in `server.drop`
+    announce their full length but the connection closes halfway."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.requests.append(self.path)
+        name = self.path.rsplit("/", 1)[-1]
+        if name in self.server.drop or name in self.server.truncate:
+            body = (Path(self.directory) / self.path.lstrip("/")).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body) if name in self.server.drop else len(body) // 2))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.close_connection = True
+            return
+        super().do_GET()
+
+
+@pytest.fixture
+def mirror(tmp_path: Path) -> Iterator[tuple[str, Path, http.server.ThreadingHTTPServer]]:
+    """A loopback HTTP server over a fresh folder: (base URL, folder, server)."""
+    folder = tmp_path / "mirror"
+    folder.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: MirrorHandler(*a, directory=str(folder)))
+    server.requests, server.truncate, server.drop = [], set(), set()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", folder, server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def toy_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mirror) -> dict[str, bytes]:
+    """A project root whose registry has one download `toy` of two files, served by the mirror."""
+    _, folder, _ = mirror
+    files = {"a.bin": np.random.default_rng(0).bytes(50_000), "b.txt": b"1 2 3\n4 5 6\n"}
+    (folder / "toy").mkdir()
+    for name, body in files.items():
+        (folder / "toy" / name).write_bytes(body)
+    entry = {
+        "title": "toy", "url": "http://127.0.0.1:9/never/", "mirror_path": "toy/", "licence": "none",
+        "format": "bytes", "prepare": "m:f", "loader": "m:f", "standin": "m:f",
+        "files": [{"name": n, "md5": hashlib.md5(b).hexdigest(), "size": len(b)} for n, b in files.items()],
+    }  # fmt: skip
+    project = tmp_path / "project"
+    (project / "config").mkdir(parents=True)
+    (project / "config/datasets.yaml").write_text(yaml.safe_dump({"downloads": {"toy": entry}}))
+    monkeypatch.setenv("BNNREPRO_ROOT", str(project))
+    registry._registry.cache_clear()
+    yield files
+    registry._registry.cache_clear()
+
+
+def assert_nothing_partial(out: Path) -> None:
+    assert not out.exists()
+    staging = out.with_name(f".{out.name}.partial")
+    assert not list(staging.glob("*.part"))
+
+
+def test_fetch_from_the_mirror_verifies_and_publishes(toy_registry, mirror, tmp_path: Path) -> None:
+    base, _, server = mirror
+    out = tmp_path / "raw" / "toy"
+    fetch("toy", out, base)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == toy_registry
+    assert server.requests == ["/toy/a.bin", "/toy/b.txt"]
+    assert not out.with_name(".toy.partial").exists()
+
+
+@pytest.mark.parametrize("fault", ["truncate", "corrupt"])
+def test_a_bad_file_is_a_checksum_error_naming_everything(toy_registry, mirror, tmp_path: Path, fault: str) -> None:
+    base, folder, server = mirror
+    if fault == "truncate":
+        server.truncate.add("a.bin")
+    else:
+        (folder / "toy/a.bin").write_bytes(b"x" * 50_000)
+    out = tmp_path / "raw" / "toy"
+    with pytest.raises(DownloadError) as error:
+        fetch("toy", out, base)
+    message = str(error.value)
+    expected_md5 = hashlib.md5(toy_registry["a.bin"]).hexdigest()
+    assert "dataset toy" in message and f"{base}toy/a.bin" in message
+    assert f"expected md5 {expected_md5} (50000 bytes)" in message and "got md5 " in message
+    assert "Rerun to retry" in message and "data_mirror" in message and "dvc pull fetch@toy" in message
+    assert_nothing_partial(out)
+
+
+def test_a_dropped_connection_is_an_error_and_leaves_nothing(toy_registry, mirror, tmp_path: Path) -> None:
+    base, _, server = mirror
+    server.drop.add("a.bin")
+    out = tmp_path / "raw" / "toy"
+    with pytest.raises(DownloadError, match=r"dataset toy: could not download .*toy/a.bin: .*Rerun to retry"):
+        fetch("toy", out, base)
+    assert_nothing_partial(out)
+
+
+def test_no_server_is_an_error_that_says_how_to_fetch(toy_registry, tmp_path: Path) -> None:
+    with pytest.raises(DownloadError, match=r"could not download http://127.0.0.1:9/never/a.bin.*data_mirror"):
+        fetch("toy", tmp_path / "raw" / "toy", None)
+
+
+def test_a_rerun_resumes_from_the_verified_files(toy_registry, mirror, tmp_path: Path) -> None:
+    base, _, server = mirror
+    server.truncate.add("b.txt")
+    out = tmp_path / "raw" / "toy"
+    with pytest.raises(DownloadError):
+        fetch("toy", out, base)
+    server.truncate.clear()
+    server.requests.clear()
+    fetch("toy", out, base)
+    assert server.requests == ["/toy/b.txt"]  # a.bin was verified before and is not downloaded again
+    assert md5sum(out / "a.bin") == hashlib.md5(toy_registry["a.bin"]).hexdigest()
+
+
+def test_every_registry_download_names_its_source_checksums_and_functions() -> None:
+    entries = registry.downloads()
+    assert {"mnist", "fashion_mnist", "cifar10", "cifar100", "cifar10c", "svhn", "cmu_mocap35"} <= {
+        e.name for e in entries
+    }
+    assert {e.name for e in entries} >= set(UCI_FOLDERS)
+    for entry in entries:
+        assert entry.url.startswith(("http://", "https://")) and entry.licence and entry.format
+        assert all(len(f.md5) == 32 for f in entry.files)
+    assert len(registry.dataset("uci_protein").files) == 4 + 2 * 5  # data, features, target, n_splits + 5 splits
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not SHARED.exists(), reason="../shared/datasets (the real UCI and mocap files) is not beside the project"
+)
+def test_real_uci_and_mocap_through_dvc_from_a_loopback_mirror(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: MirrorHandler(*a, directory=str(SHARED)))
+    server.requests, server.truncate, server.drop = [], set(), set()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        project = copy_project(tmp_path / "project")
+        run(["git", "init", "-q"], project)
+        run(["dvc", "init", "-q"], project)
+        config = ["scale=paper", f"data_mirror=http://127.0.0.1:{server.server_address[1]}/"]
+        run(["snakemake", "--cores", "2", "data", "--config", *config], project)
+        assert "Nothing to be done" in run(["snakemake", "-n", "data", "--config", *config], project).stdout
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    for name, folder in UCI_FOLDERS.items():
+        for file in registry.dataset(name).files:
+            assert md5sum(project / f"data/raw/{name}/{file.name}") == md5sum(SHARED / f"uci/{folder}/{file.name}")
+        raw = np.loadtxt(SHARED / f"uci/{folder}/data.txt")
+        features = np.atleast_1d(np.loadtxt(SHARED / f"uci/{folder}/index_features.txt", dtype=int))
+        target = int(np.loadtxt(SHARED / f"uci/{folder}/index_target.txt"))
+        with np.load(project / f"results/data/{name}.npz") as prepared:
+            assert prepared["x"].shape == (raw.shape[0], len(features))
+            np.testing.assert_array_equal(prepared["x"][:5], raw[:5, features])
+            np.testing.assert_array_equal(prepared["y"][:5], raw[:5, target])
+            n_splits = int((SHARED / f"uci/{folder}/n_splits.txt").read_text())
+            assert int(prepared["n_splits"]) == n_splits == (5 if name == "uci_protein" else 20)
+            train = np.loadtxt(SHARED / f"uci/{folder}/index_train_{n_splits - 1}.txt", dtype=int)
+            np.testing.assert_array_equal(prepared[f"train_index_{n_splits - 1}"], train)
+    mat = loadmat(SHARED / "cmu_mocap/mocap35.mat")
+    with np.load(project / "results/data/cmu_mocap35.npz") as prepared:
+        for split, key in (("train", "Xtr"), ("val", "Xval"), ("test", "Xtest")):
+            np.testing.assert_allclose(prepared[f"x_{split}"], mat[key].astype(np.float32))
+    status = run(["dvc", "status", *(f"fetch@{name}" for name in [*UCI_FOLDERS, "cmu_mocap35"])], project).stdout
+    assert "changed" not in status and "up to date" in status
