@@ -11,7 +11,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_FILES = ["Snakefile", "workflow", "config", "profiles", "src", "dvc.yaml", ".dvcignore", "environment.yml"]
+PROJECT_FILES = [
+    "Snakefile",
+    "workflow",
+    "config",
+    "profiles",
+    "src",
+    "dvc.yaml",
+    "data/dvc.yaml",
+    ".dvcignore",
+    "environment.yml",
+]
 
 
 def environment(root: Path) -> dict[str, str]:
@@ -38,8 +48,19 @@ def copy_project(destination: Path) -> Path:
         if source.is_dir():
             shutil.copytree(source, destination / name, ignore=ignore)
         else:
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
     return destination
+
+
+def _offline_prefix() -> list[str]:
+    """`unshare -rn`: run a command in a network namespace with no route anywhere, where available."""
+    probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True) if shutil.which("unshare") else None
+    return ["unshare", "-rn"] if probe is not None and probe.returncode == 0 else []
+
+
+OFFLINE = _offline_prefix()
+needs_offline = pytest.mark.skipif(not OFFLINE, reason="`unshare -rn` (a network namespace) is not available here")
 
 
 @pytest.fixture

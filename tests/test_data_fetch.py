@@ -2,7 +2,7 @@
 
 Unit tests serve a small generated registry from a loopback HTTP server that can truncate, corrupt or
 drop files; the slow test fetches the real UCI and mocap files of ../shared/datasets through the
-workflow's real path (Snakemake -> `dvc repro fetch@<name>` -> the fetcher) and checks them against
+workflow's real path (Snakemake -> `dvc repro data/dvc.yaml:fetch@<name>` -> the fetcher) and checks them against
 the raw files.
 """
 
@@ -21,7 +21,7 @@ from scipy.io import loadmat
 
 from bnnrepro.data import registry
 from bnnrepro.data.fetch import DownloadError, fetch, md5sum
-from tests.conftest import ROOT, copy_project, run
+from tests.conftest import OFFLINE, ROOT, copy_project, needs_offline, run
 
 SHARED = ROOT.parent / "shared" / "datasets"
 UCI_FOLDERS = {
@@ -117,7 +117,7 @@ def test_a_bad_file_is_a_checksum_error_naming_everything(toy_registry, mirror, 
     expected_md5 = hashlib.md5(toy_registry["a.bin"]).hexdigest()
     assert "dataset toy" in message and f"{base}toy/a.bin" in message
     assert f"expected md5 {expected_md5} (50000 bytes)" in message and "got md5 " in message
-    assert "Rerun to retry" in message and "data_mirror" in message and "dvc pull fetch@toy" in message
+    assert "Rerun to retry" in message and "data_mirror" in message and "dvc pull data/dvc.yaml:fetch@toy" in message
     assert_nothing_partial(out)
 
 
@@ -197,5 +197,35 @@ def test_real_uci_and_mocap_through_dvc_from_a_loopback_mirror(tmp_path: Path) -
     with np.load(project / "results/data/cmu_mocap35.npz") as prepared:
         for split, key in (("train", "Xtr"), ("val", "Xval"), ("test", "Xtest")):
             np.testing.assert_allclose(prepared[f"x_{split}"], mat[key].astype(np.float32))
-    status = run(["dvc", "status", *(f"fetch@{name}" for name in [*UCI_FOLDERS, "cmu_mocap35"])], project).stdout
+    stages = (f"data/dvc.yaml:fetch@{name}" for name in [*UCI_FOLDERS, "cmu_mocap35"])
+    status = run(["dvc", "status", *stages], project).stdout
     assert "changed" not in status and "up to date" in status
+
+
+@pytest.mark.slow
+@needs_offline
+def test_default_scale_data_needs_no_network(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    run(["git", "init", "-q"], project)
+    run(["dvc", "init", "-q"], project)
+    run([*OFFLINE, "snakemake", "--cores", "2", "data", "--config", "scale=default"], project)
+    with np.load(project / "results/data/uci_yacht-standin.npz") as standin:
+        assert standin["x"].shape == (308, 6)
+    assert not (project / "data/raw").exists()
+
+
+@needs_offline
+def test_paper_scale_without_network_is_an_error_not_a_fallback(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    run(["git", "init", "-q"], project)
+    run(["dvc", "init", "-q"], project)
+    result = run(
+        [*OFFLINE, "snakemake", "--cores", "1", "results/data/uci_yacht.npz", "--config", "scale=paper"],
+        project,
+        check=False,
+    )
+    assert result.returncode != 0
+    log = (project / "logs/data/fetch_uci_yacht.log").read_text()
+    assert "dataset uci_yacht: could not download https://raw.githubusercontent.com/" in log
+    assert "data_mirror" in log and "dvc pull data/dvc.yaml:fetch@uci_yacht" in log
+    assert not (project / "results/data/uci_yacht.npz").exists() and not (project / "data/raw/uci_yacht").exists()

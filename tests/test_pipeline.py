@@ -1,6 +1,6 @@
 """The whole DAG at `smoke` scale in a temporary copy of the project, run as users run it.
 
-`dvc repro` (which runs Snakemake) builds reports/report.pdf; right after, `snakemake -n` schedules
+`dvc repro` (which runs Snakemake) builds reports/report.pdf with no network; right after, `snakemake -n` schedules
 nothing and a second `dvc repro` does nothing; a changed study config reruns only what it affects.
 """
 
@@ -16,7 +16,7 @@ import yaml
 from pypdf import PdfReader
 
 from bnnrepro.artifacts.registry import catalog
-from tests.conftest import copy_project, run
+from tests.conftest import OFFLINE, copy_project, run
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", "--allow-empty"], project)
     run(["dvc", "init", "-q"], project)
     run(["dvc", "config", "core.analytics", "false"], project)
-    run(["dvc", "repro"], project)
+    run([*OFFLINE, "dvc", "repro"], project)  # offline where a network namespace can be made
     return project
 
 

@@ -1,7 +1,7 @@
 """Data commands run by the workflow's data rules:
 
 python -m bnnrepro.data generate DATASET INSTANCE OUT   one instance of a synthetic dataset
-python -m bnnrepro.data fetch DATASET OUT               download and verify (the DVC stage fetch@DATASET)
+python -m bnnrepro.data fetch DATASET OUT               download and verify (DVC stage data/dvc.yaml:fetch@DATASET)
 python -m bnnrepro.data prepare DATASET RAW OUT         convert the raw download for its loader
 python -m bnnrepro.data standin DATASET OUT             the offline stand-in of a download
 """

@@ -3,7 +3,7 @@
 Files are streamed into a hidden staging folder `data/raw/.<name>.partial/` and the folder is renamed
 to `data/raw/<name>` only once every file is verified, so no job ever reads a partial download.
 Verified files stay in the staging folder when a later file fails, so a rerun resumes from there.
-This is the command of the DVC stage `fetch@<name>` (dvc.yaml); the Snakemake rule `fetch` runs it
+This is the command of the DVC stage `fetch@<name>` (data/dvc.yaml); the Snakemake rule `fetch` runs it
 through `dvc repro`, which also restores an earlier download from DVC's run cache or a remote.
 """
 
@@ -30,7 +30,8 @@ class DownloadError(RuntimeError):
 def _fix(name: str) -> str:
     return (
         f"Rerun to retry (verified files are kept), point the workflow at a mirror with "
-        f"`--config data_mirror=<base URL>`, or restore the data with `dvc pull fetch@{name}` from a DVC remote."
+        f"`--config data_mirror=<base URL>`, or restore the data from a DVC remote with "
+        f"`dvc pull data/dvc.yaml:fetch@{name}`."
     )
 
 

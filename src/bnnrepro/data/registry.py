@@ -1,7 +1,7 @@
 """The dataset registry (config/datasets.yaml): downloads fetched through DVC and generated datasets.
 
 Where each dataset's files live:
-- a download's raw files: `data/raw/<name>/` (a DVC stage output, `fetch@<name>`);
+- a download's raw files: `data/raw/<name>/` (output of the DVC stage `data/dvc.yaml:fetch@<name>`);
 - a download prepared for the loaders: `results/data/<name>.npz`, or `results/data/<name>-standin.npz`
   for its offline stand-in (used at the `default` scale);
 - a generated dataset: `results/data/<name>/<key>=<value>,...,seed=<seed>.npz`.
