@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_FILES = [
@@ -66,3 +71,67 @@ needs_offline = pytest.mark.skipif(not OFFLINE, reason="`unshare -rn` (a network
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)
+
+
+class MirrorHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves `directory`; files named in `server.truncate` are cut in half, and those in `server.drop`
+    announce their full length but the connection closes halfway."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.requests.append(self.path)
+        name = self.path.rsplit("/", 1)[-1]
+        if name in self.server.drop or name in self.server.truncate:
+            body = (Path(self.directory) / self.path.lstrip("/")).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body) if name in self.server.drop else len(body) // 2))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.close_connection = True
+            return
+        super().do_GET()
+
+
+@pytest.fixture
+def mirror(tmp_path: Path) -> Iterator[tuple[str, Path, http.server.ThreadingHTTPServer]]:
+    """A loopback HTTP server over a fresh folder: (base URL, folder, server)."""
+    folder = tmp_path / "mirror"
+    folder.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: MirrorHandler(*a, directory=str(folder)))
+    server.requests, server.truncate, server.drop = [], set(), set()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", folder, server
+    server.shutdown()
+    server.server_close()
+
+
+def served_download(folder: Path, name: str, files: dict[str, bytes], prepare: str, loader: str) -> dict:
+    """Write `files` under folder/<name>/ (the mirror) and return their registry entry."""
+    (folder / name).mkdir(parents=True, exist_ok=True)
+    for file, body in files.items():
+        (folder / name / file).write_bytes(body)
+    return {
+        "title": name, "url": "http://127.0.0.1:9/never/", "mirror_path": f"{name}/", "licence": "test",
+        "format": "test", "prepare": prepare, "loader": loader, "standin": "none:none",
+        "files": [{"name": f, "md5": hashlib.md5(b).hexdigest(), "size": len(b)} for f, b in files.items()],
+    }  # fmt: skip
+
+
+@pytest.fixture
+def registry_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """`write(downloads)` makes a project whose config/datasets.yaml holds these downloads the registry's."""
+    from bnnrepro.data import registry
+
+    def write(downloads: dict) -> Path:
+        project = tmp_path / "project"
+        (project / "config").mkdir(parents=True, exist_ok=True)
+        (project / "config/datasets.yaml").write_text(yaml.safe_dump({"downloads": downloads}))
+        monkeypatch.setenv("BNNREPRO_ROOT", str(project))
+        registry._registry.cache_clear()
+        return project
+
+    yield write
+    registry._registry.cache_clear()

@@ -11,17 +11,15 @@ from __future__ import annotations
 import hashlib
 import http.server
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from scipy.io import loadmat
 
 from bnnrepro.data import registry
 from bnnrepro.data.fetch import DownloadError, fetch, md5sum
-from tests.conftest import OFFLINE, ROOT, copy_project, needs_offline, run
+from tests.conftest import OFFLINE, ROOT, MirrorHandler, copy_project, needs_offline, run, served_download
 
 SHARED = ROOT.parent / "shared" / "datasets"
 UCI_FOLDERS = {
@@ -31,61 +29,12 @@ UCI_FOLDERS = {
 }  # fmt: skip
 
 
-class MirrorHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves `directory`; files named in `server.truncate` are cut in half, and those in `server.drop`
-    announce their full length but the connection closes halfway."""
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.server.requests.append(self.path)
-        name = self.path.rsplit("/", 1)[-1]
-        if name in self.server.drop or name in self.server.truncate:
-            body = (Path(self.directory) / self.path.lstrip("/")).read_bytes()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body) if name in self.server.drop else len(body) // 2))
-            self.end_headers()
-            self.wfile.write(body[: len(body) // 2])
-            self.close_connection = True
-            return
-        super().do_GET()
-
-
 @pytest.fixture
-def mirror(tmp_path: Path) -> Iterator[tuple[str, Path, http.server.ThreadingHTTPServer]]:
-    """A loopback HTTP server over a fresh folder: (base URL, folder, server)."""
-    folder = tmp_path / "mirror"
-    folder.mkdir()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: MirrorHandler(*a, directory=str(folder)))
-    server.requests, server.truncate, server.drop = [], set(), set()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", folder, server
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture
-def toy_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mirror) -> dict[str, bytes]:
-    """A project root whose registry has one download `toy` of two files, served by the mirror."""
-    _, folder, _ = mirror
+def toy_registry(registry_root, mirror) -> dict[str, bytes]:
+    """A registry with one download `toy` of two files, served by the mirror."""
     files = {"a.bin": np.random.default_rng(0).bytes(50_000), "b.txt": b"1 2 3\n4 5 6\n"}
-    (folder / "toy").mkdir()
-    for name, body in files.items():
-        (folder / "toy" / name).write_bytes(body)
-    entry = {
-        "title": "toy", "url": "http://127.0.0.1:9/never/", "mirror_path": "toy/", "licence": "none",
-        "format": "bytes", "prepare": "m:f", "loader": "m:f", "standin": "m:f",
-        "files": [{"name": n, "md5": hashlib.md5(b).hexdigest(), "size": len(b)} for n, b in files.items()],
-    }  # fmt: skip
-    project = tmp_path / "project"
-    (project / "config").mkdir(parents=True)
-    (project / "config/datasets.yaml").write_text(yaml.safe_dump({"downloads": {"toy": entry}}))
-    monkeypatch.setenv("BNNREPRO_ROOT", str(project))
-    registry._registry.cache_clear()
-    yield files
-    registry._registry.cache_clear()
+    registry_root({"toy": served_download(mirror[1], "toy", files, "m:f", "m:f")})
+    return files
 
 
 def assert_nothing_partial(out: Path) -> None:

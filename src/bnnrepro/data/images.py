@@ -1,0 +1,150 @@
+"""Image classification data: MNIST, Fashion-MNIST, CIFAR-10, CIFAR-100, CIFAR-10-C and SVHN.
+
+`prepare_*` turn a verified download into one .npz of uint8 images and int64 labels (x_train,
+y_train, x_test, y_test; CIFAR-10-C: one array per corruption and `labels`), reading archive members
+in memory or into a private temporary folder by base name (no path from the archive is trusted) and
+never unpickling. `load` makes the splits a model trains on; the `*_standin` functions write the
+offline substitutes used at the `default` scale (smaller than the real sets, same image shapes and
+label spaces).
+"""
+
+from __future__ import annotations
+
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from bnnrepro.data import formats, standins
+from bnnrepro.data.registry import Download
+from bnnrepro.data.spec import Splits
+from bnnrepro.files import write_atomic
+
+STANDIN_TRAIN, STANDIN_TEST, STANDIN_CORRUPTED = 10_000, 2_000, 500
+
+
+def _save(out: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    write_atomic(out, lambda tmp: np.savez(tmp, **arrays))
+
+
+def _extract(archive: Path, names: list[str], folder: Path) -> list[Path]:
+    """Write the regular members of `archive` whose base names are `names` into `folder`, in that order."""
+    found = {}
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            base = Path(member.name).name
+            if member.isfile() and base in names:
+                (folder / base).write_bytes(tar.extractfile(member).read())
+                found[base] = folder / base
+    missing = set(names) - set(found)
+    if missing:
+        raise ValueError(f"{archive}: members {sorted(missing)} are missing; the archive is not the published one")
+    return [found[name] for name in names]
+
+
+def prepare_idx(raw: Path, out: Path) -> None:
+    """MNIST / Fashion-MNIST: the four IDX files -> x [N, 28, 28] uint8, y int64."""
+
+    def read(name: str) -> np.ndarray:
+        return formats.read_idx(raw / f"{name}-ubyte.gz")
+
+    _save(out, {
+        "x_train": read("train-images-idx3"), "y_train": read("train-labels-idx1").astype(np.int64),
+        "x_test": read("t10k-images-idx3"), "y_test": read("t10k-labels-idx1").astype(np.int64),
+    })  # fmt: skip
+
+
+def _prepare_cifar(raw: Path, out: Path, archive: str, train: list[str], test: list[str], label_bytes: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        files = _extract(raw / archive, train + test, Path(folder))
+        x_train, y_train = formats.read_cifar_batches(files[: len(train)], label_bytes)
+        x_test, y_test = formats.read_cifar_batches(files[len(train) :], label_bytes)
+    _save(out, {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test})
+
+
+def prepare_cifar10(raw: Path, out: Path) -> None:
+    """CIFAR-10 binary version: data_batch_1..5 (50,000) and test_batch (10,000) -> [N, 32, 32, 3]."""
+    train = [f"data_batch_{i}.bin" for i in range(1, 6)]
+    _prepare_cifar(raw, out, "cifar-10-binary.tar.gz", train, ["test_batch.bin"], label_bytes=1)
+
+
+def prepare_cifar100(raw: Path, out: Path) -> None:
+    """CIFAR-100 binary version: train.bin and test.bin, fine labels (100 classes)."""
+    _prepare_cifar(raw, out, "cifar-100-binary.tar.gz", ["train.bin"], ["test.bin"], label_bytes=2)
+
+
+def prepare_cifar10c(raw: Path, out: Path) -> None:
+    """CIFAR-10-C: the 19 corruption arrays [50,000, 32, 32, 3] (severities 1-5 stacked) and labels."""
+    names = [f"{c}.npy" for c in formats.CIFAR10C_CORRUPTIONS] + ["labels.npy"]
+    with tempfile.TemporaryDirectory(dir=out.parent) as folder:
+        _extract(raw / "CIFAR-10-C.tar", names, Path(folder))
+        arrays = {c: formats.read_cifar10c(Path(folder), c) for c in formats.CIFAR10C_CORRUPTIONS}
+        arrays["labels"] = formats.read_cifar10c_labels(Path(folder))
+        _save(out, arrays)
+
+
+def prepare_svhn(raw: Path, out: Path) -> None:
+    """SVHN cropped digits, test split only (the OOD set of the repulsive ensembles' Table 1)."""
+    x_test, y_test = formats.read_svhn_mat(raw / "test_32x32.mat")
+    _save(out, {"x_train": x_test[:0], "y_train": y_test[:0], "x_test": x_test, "y_test": y_test})
+
+
+def load(path: Path, config: Mapping) -> Splits:
+    """Splits of an image dataset.
+
+    config keys: val_fraction (held out from the training set by a permutation seeded with val_seed;
+    the SDE-BNN paper keeps 10%), mean and std (per-channel normalisation of pixels scaled to [0, 1];
+    null to skip); for CIFAR-10-C also corruption and severity (1-5), which become the test set.
+    """
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {key: data[key] for key in data.files}
+    if "corruption" in config:
+        images = formats.cifar10c_severity(arrays[config["corruption"]], int(config["severity"]))
+        labels = formats.cifar10c_severity(arrays["labels"], int(config["severity"]))
+        arrays = {"x_train": images[:0], "y_train": labels[:0], "x_test": images, "y_test": labels}
+    order = np.random.default_rng(int(config.get("val_seed", 42))).permutation(len(arrays["y_train"]))
+    n_val = int(round(float(config.get("val_fraction", 0.0)) * len(order)))
+    train, val = order[: len(order) - n_val], order[len(order) - n_val :]
+    splits = {
+        "train": (arrays["x_train"][train], arrays["y_train"][train]),
+        "val": (arrays["x_train"][val], arrays["y_train"][val]),
+        "test": (arrays["x_test"], arrays["y_test"]),
+    }
+    mean, std = config.get("mean"), config.get("std")
+    out = {}
+    for split, (x, y) in splits.items():
+        x = x.astype(np.float32) / 255.0
+        if mean is not None:
+            x = (x - np.asarray(mean, dtype=np.float32)) / np.asarray(std, dtype=np.float32)
+        out[f"x_{split}"], out[f"y_{split}"] = x, y.astype(np.int64)
+    return Splits(out)
+
+
+def mnist_standin(entry: Download, out: Path, seed: int = 0) -> None:
+    """MNIST and Fashion-MNIST stand-in: scikit-learn's digits at 28x28 (labels 0-9)."""
+    _save(out, standins.mnist_like(STANDIN_TRAIN, STANDIN_TEST, seed))
+
+
+def cifar10_standin(entry: Download, out: Path, seed: int = 0) -> None:
+    """A generated 32x32 RGB ten-class set."""
+    _save(out, standins.cifar_like(STANDIN_TRAIN, STANDIN_TEST, 10, seed))
+
+
+def cifar100_standin(entry: Download, out: Path, seed: int = 0) -> None:
+    """A generated 32x32 RGB hundred-class set."""
+    _save(out, standins.cifar_like(STANDIN_TRAIN, STANDIN_TEST, 100, seed))
+
+
+def svhn_standin(entry: Download, out: Path, seed: int = 0) -> None:
+    """Digits on coloured backgrounds, 32x32 RGB, test split only."""
+    arrays = standins.svhn_like(STANDIN_TEST, seed)
+    _save(out, {"x_train": arrays["x_test"][:0], "y_train": arrays["y_test"][:0], **arrays})
+
+
+def cifar10c_standin(entry: Download, out: Path, seed: int = 0) -> None:
+    """The 19 stand-in corruptions at 5 severities of the first test images of the CIFAR-10 stand-in."""
+    clean = standins.cifar_like(STANDIN_TRAIN, STANDIN_TEST, 10, seed)
+    images, labels = clean["x_test"][:STANDIN_CORRUPTED], clean["y_test"][:STANDIN_CORRUPTED]
+    _save(out, standins.cifar10c_like(images, labels, seed))
