@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy.io import loadmat
 
-from bnnrepro.data import registry
+from bnnrepro.data import registry, uci
 from bnnrepro.data.fetch import DownloadError, fetch, md5sum
 from tests.conftest import OFFLINE, ROOT, MirrorHandler, copy_project, needs_offline, run, served_download
 
@@ -142,6 +142,11 @@ def test_real_uci_and_mocap_through_dvc_from_a_loopback_mirror(tmp_path: Path) -
             assert int(prepared["n_splits"]) == n_splits == (5 if name == "uci_protein" else 20)
             train = np.loadtxt(SHARED / f"uci/{folder}/index_train_{n_splits - 1}.txt", dtype=int)
             np.testing.assert_array_equal(prepared[f"train_index_{n_splits - 1}"], train)
+    udn_sizes = {"uci_boston": [404, 51, 51], "uci_kin8nm": [6553, 819, 820], "uci_naval": [9547, 1193, 1194]}
+    for name, sizes in udn_sizes.items():  # the UDN paper's 80/10/10 splits (udn.md §2.4)
+        config = {"split": 0, "protocol": "udn", "val_fraction": 0.0, "standardize": True}
+        splits = uci.load(project / f"results/data/{name}.npz", config)
+        assert [len(splits.y(s)) for s in ("train", "val", "test")] == sizes
     mat = loadmat(SHARED / "cmu_mocap/mocap35.mat")
     with np.load(project / "results/data/cmu_mocap35.npz") as prepared:
         for split, key in (("train", "Xtr"), ("val", "Xval"), ("test", "Xtest")):

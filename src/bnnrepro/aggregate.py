@@ -23,7 +23,7 @@ def tidy_metrics(study_name: str, scale: str) -> pd.DataFrame:
         result = json.loads((Path(run.folder) / "metrics.json").read_text())
         base = {
             "study": study.name, "run": run.id, "method": run.method, "dataset": run.dataset,
-            "hparams": run.hparam_slug, "seed": run.seed, "standin": False,
+            "hparams": run.hparam_slug, "seed": run.seed, "standin": result["standin"],
             **{key.rsplit(".", 1)[-1]: value for key, value in run.hparams},
         }  # fmt: skip
         values = {**result["metrics"], "train_seconds": result["train_seconds"]}

@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from bnnrepro.data.registry import data_path, dataset
+from bnnrepro.data.registry import Download, data_path, dataset
 from bnnrepro.paths import project_root, studies_dir
 
 SCALES = ("smoke", "default", "paper")
@@ -51,7 +51,11 @@ class Run:
 
     @property
     def data_file(self) -> str:
-        keys = dataset(self.dataset).data_keys
+        """A download's prepared file (its stand-in below the `paper` scale), or a generated instance."""
+        entry = dataset(self.dataset)
+        if isinstance(entry, Download):
+            return entry.prepared_file(standin=self.scale != "paper")
+        keys = entry.data_keys
         values = {
             k.split(".", 1)[1]: v for k, v in self.hparams if k.startswith("dataset.") and k.split(".", 1)[1] in keys
         }

@@ -18,7 +18,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from bnnrepro.data.spec import Splits
+from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import resolve_device
 from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method
@@ -56,7 +56,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
 
-    splits = Splits.load(Path(cfg.dataset.path))
+    splits = load_splits(cfg.dataset)
     data = {
         s: (
             torch.as_tensor(splits.x(s), device=device),
@@ -133,7 +133,10 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
             )
 
     metrics = summarise(history, cfg.train.select_by)
-    result = {"metrics": metrics, "history": history, "train_seconds": seconds, "epochs": epochs}
+    result = {
+        "metrics": metrics, "history": history, "train_seconds": seconds, "epochs": epochs,
+        "standin": is_standin(cfg.dataset.path),
+    }  # fmt: skip
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})
     return result
 

@@ -10,7 +10,7 @@ Where each dataset's files live:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 from omegaconf import OmegaConf
 
+from bnnrepro.data.spec import Splits
 from bnnrepro.paths import project_root, train_config_dir
 
 STANDIN_SUFFIX = "-standin"
@@ -106,6 +107,20 @@ def dataset(name: str) -> Download | GeneratedDataset:
 
 def downloads() -> list[Download]:
     return [entry for entry in _registry().values() if isinstance(entry, Download)]
+
+
+def is_standin(path: str | Path) -> bool:
+    """Whether a prepared data file is a download's offline stand-in."""
+    return Path(path).name.endswith(f"{STANDIN_SUFFIX}.npz")
+
+
+def load_splits(config: Mapping) -> Splits:
+    """The splits a training job reads: a download through its registry loader (which applies the
+    preprocessing of the Hydra dataset config), a generated dataset as written."""
+    entry = dataset(config["name"])
+    if isinstance(entry, Download):
+        return resolve(entry.loader)(Path(config["path"]), config)
+    return Splits.load(Path(config["path"]))
 
 
 def parse_instance(instance: str) -> dict[str, str]:
