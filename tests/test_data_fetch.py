@@ -121,9 +121,10 @@ def test_real_uci_and_mocap_through_dvc_from_a_loopback_mirror(tmp_path: Path) -
         project = copy_project(tmp_path / "project")
         run(["git", "init", "-q"], project)
         run(["dvc", "init", "-q"], project)
-        config = ["scale=paper", f"data_mirror=http://127.0.0.1:{server.server_address[1]}/"]
-        run(["snakemake", "--cores", "2", "data", "--config", *config], project)
-        assert "Nothing to be done" in run(["snakemake", "-n", "data", "--config", *config], project).stdout
+        # The whole workflow at paper scale with no study: every configured dataset, then the report.
+        config = ["scale=paper", f"data_mirror=http://127.0.0.1:{server.server_address[1]}/", "studies=[]"]
+        run(["snakemake", "--cores", "2", "--config", *config], project)
+        assert "Nothing to be done" in run(["snakemake", "-n", "--config", *config], project).stdout
     finally:
         server.shutdown()
         server.server_close()
