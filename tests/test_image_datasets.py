@@ -91,6 +91,13 @@ def test_cifar10_binary_format(registry_root, mirror, tmp_path: Path) -> None:
         np.testing.assert_array_equal(data["y_test"], labels_by_batch[5])
     expected = (images_by_batch[5] / 255.0 - np.array(mean)) / np.array(std)
     np.testing.assert_allclose(splits.x("test"), expected, rtol=1e-5, atol=1e-5)
+    pair = images.load(prepared, {"val_fraction": 0.0, "classes": [1, 4]})
+    keep = np.isin(labels_by_batch[5], [1, 4])
+    np.testing.assert_array_equal(pair.y("test"), labels_by_batch[5][keep])
+    assert (
+        set(pair.y("train")) <= {1, 4}
+        and len(pair.y("train")) == np.isin(np.concatenate(labels_by_batch[:5]), [1, 4]).sum()
+    )
 
 
 def test_cifar100_binary_format(registry_root, mirror, tmp_path: Path) -> None:

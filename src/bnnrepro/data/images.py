@@ -96,7 +96,9 @@ def load(path: Path, config: Mapping) -> Splits:
 
     config keys: val_fraction (held out from the training set by a permutation seeded with val_seed;
     the SDE-BNN paper keeps 10%), mean and std (per-channel normalisation of pixels scaled to [0, 1];
-    null to skip); for CIFAR-10-C also corruption and severity (1-5), which become the test set.
+    null to skip), classes (keep only these labels, which keep their values: the UDN's CIFAR pairs,
+    BEDL's CIFAR-10 classes 1-5); for CIFAR-10-C also corruption and severity (1-5), which become the
+    test set.
     """
     with np.load(path, allow_pickle=False) as data:
         arrays = {key: data[key] for key in data.files}
@@ -104,6 +106,10 @@ def load(path: Path, config: Mapping) -> Splits:
         images = formats.cifar10c_severity(arrays[config["corruption"]], int(config["severity"]))
         labels = formats.cifar10c_severity(arrays["labels"], int(config["severity"]))
         arrays = {"x_train": images[:0], "y_train": labels[:0], "x_test": images, "y_test": labels}
+    if config.get("classes") is not None:
+        for split in ("train", "test"):
+            keep = np.isin(arrays[f"y_{split}"], list(config["classes"]))
+            arrays[f"x_{split}"], arrays[f"y_{split}"] = arrays[f"x_{split}"][keep], arrays[f"y_{split}"][keep]
     order = np.random.default_rng(int(config.get("val_seed", 42))).permutation(len(arrays["y_train"]))
     n_val = int(round(float(config.get("val_fraction", 0.0)) * len(order)))
     train, val = order[: len(order) - n_val], order[len(order) - n_val :]
