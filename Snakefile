@@ -19,6 +19,22 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 
+# Cheap steps run where Snakemake runs (the login node on a cluster): downloads, data preparation,
+# aggregation, figures, tables and the report. Training jobs go to the executor.
+localrules:
+    all,
+    data,
+    generate_data,
+    fetch,
+    prepare_download,
+    standin,
+    aggregate,
+    figure,
+    table,
+    report_manifest,
+    report,
+
+
 rule all:
     default_target: True
     input:

@@ -23,8 +23,8 @@ from tests.conftest import ROOT, environment
 
 @pytest.fixture(scope="module")
 def spiral_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "omega=6,seed=0.npz"
-    generate_instance("spirals", "omega=6,seed=0", path)
+    path = tmp_path_factory.mktemp("data") / "omega=6+seed=0.npz"
+    generate_instance("spirals", "omega=6+seed=0", path)
     return path
 
 

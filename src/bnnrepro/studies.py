@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from bnnrepro.data.registry import Download, data_path, dataset
+from bnnrepro.data.registry import PAIR_SEPARATOR, Download, data_path, dataset
 from bnnrepro.paths import project_root, studies_dir
 
 SCALES = ("smoke", "default", "paper")
@@ -39,7 +39,8 @@ class Run:
 
     @property
     def hparam_slug(self) -> str:
-        return ",".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in self.hparams) or "default"
+        pairs = (f"{key.rsplit('.', 1)[-1]}={value}" for key, value in self.hparams)
+        return PAIR_SEPARATOR.join(pairs) or "default"
 
     @property
     def id(self) -> str:

@@ -10,6 +10,8 @@ metrics. Heavy libraries (pandas, plotting) stay out of this path.
 from __future__ import annotations
 
 import logging
+import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -136,6 +138,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     result = {
         "metrics": metrics, "history": history, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path),
+        "ran_on": {"host": platform.node(), "device": str(device), "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
     }  # fmt: skip
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})
     return result

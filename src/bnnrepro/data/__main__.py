@@ -20,7 +20,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="generate one instance of a synthetic dataset")
     gen.add_argument("dataset")
-    gen.add_argument("instance", help="data keys and seed, e.g. omega=4,seed=0")
+    gen.add_argument("instance", help="data keys and seed, e.g. omega=4+seed=0")
     gen.add_argument("out", type=Path)
     get = sub.add_parser("fetch", help=f"download and verify a dataset (mirror: ${MIRROR_VARIABLE})")
     get.add_argument("dataset")

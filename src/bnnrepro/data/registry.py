@@ -4,12 +4,13 @@ Where each dataset's files live:
 - a download's raw files: `data/raw/<name>/` (output of the DVC stage `data/dvc.yaml:fetch@<name>`);
 - a download prepared for the loaders: `results/data/<name>.npz`, or `results/data/<name>-standin.npz`
   for its offline stand-in (used at the `default` scale);
-- a generated dataset: `results/data/<name>/<key>=<value>,...,seed=<seed>.npz`.
+- a generated dataset: `results/data/<name>/<key>=<value>+...+seed=<seed>.npz`.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -123,13 +124,18 @@ def load_splits(config: Mapping) -> Splits:
     return Splits.load(Path(config["path"]))
 
 
+# Separator of key=value pairs in instance and run names. Not a comma: Snakemake passes a remote job's
+# wildcards comma-separated (`--target-jobs rule:a=1,b=2`), so a comma inside a value breaks cluster jobs.
+PAIR_SEPARATOR = "+"
+
+
 def parse_instance(instance: str) -> dict[str, str]:
-    """'omega=4,seed=0' -> {'omega': '4', 'seed': '0'}."""
-    return dict(item.split("=", 1) for item in instance.split(","))
+    """'omega=4+seed=0' -> {'omega': '4', 'seed': '0'} (a '+' inside a value, as in 1e+30, is kept)."""
+    return dict(item.split("=", 1) for item in re.split(r"\+(?=[A-Za-z_]\w*=)", instance))
 
 
 def instance_name(values: dict, seed: int) -> str:
-    return ",".join([*(f"{k}={v}" for k, v in values.items()), f"seed={seed}"])
+    return PAIR_SEPARATOR.join([*(f"{k}={v}" for k, v in values.items()), f"seed={seed}"])
 
 
 def data_path(dataset_name: str, values: dict, seed: int) -> str:

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Run a command next to a real single-node SLURM (munge + slurmctld + slurmd, no accounting) started for it.
+# Usage: unshare --net tests/slurm/run_in_cluster.sh STATE_DIR COMMAND...
+# Inside a private network namespace all SLURM traffic stays on this namespace's loopback; 127.0.0.2 is
+# added because glibc's AI_ADDRCONFIG ignores 127.0.0.1 alone (shared/spec/slurm_local.md). The jobs read the
+# configuration at /etc/slurm/slurm.conf (the job-step plugin drops SLURM_CONF). Daemons stop by their PID files.
+set -euo pipefail
+state=$(realpath "$1"); shift
+mkdir -p "$state"/{spool,ctld}
+ip link set lo up
+ip addr add 127.0.0.2/8 dev lo 2>/dev/null || true
+
+cpus=$(nproc)
+memory=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
+cat > "$state/slurm.conf" <<CONF
+ClusterName=bnnrepro-test
+SlurmctldHost=localhost(127.0.0.1)
+SlurmUser=root
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SchedulerType=sched/backfill
+ReturnToService=2
+MinJobAge=300
+EnforcePartLimits=ALL
+DefMemPerCPU=500
+MailProg=/bin/true
+StateSaveLocation=$state/ctld
+SlurmdSpoolDir=$state/spool
+SlurmctldPidFile=$state/slurmctld.pid
+SlurmdPidFile=$state/slurmd.pid
+SlurmctldLogFile=$state/slurmctld.log
+SlurmdLogFile=$state/slurmd.log
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+CONF
+mkdir -p /etc/slurm
+ln -sf "$state/slurm.conf" /etc/slurm/slurm.conf
+
+stop() {
+  for pid_file in "$state/slurmd.pid" "$state/slurmctld.pid" /run/munge/munged.pid; do
+    [ -f "$pid_file" ] || continue
+    pid=$(cat "$pid_file")
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+trap stop EXIT
+
+install -d -o munge -g munge /run/munge
+runuser -u munge -- /usr/sbin/munged
+slurmctld -i
+slurmd -N localhost
+for _ in $(seq 300); do
+  sinfo -h -o %T 2>/dev/null | grep -q idle && break
+  sleep 0.1
+done
+sinfo -h -o %T | grep -q idle || { echo "SLURM node did not become idle" >&2; cat "$state"/*.log >&2; exit 1; }
+cat "$state/slurmctld.pid" "$state/slurmd.pid" /run/munge/munged.pid > "$state/started.pids"  # for the caller's checks
+"$@"
