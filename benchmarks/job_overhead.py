@@ -42,7 +42,7 @@ def median_time(command: list[str], repeats: int) -> float:
 def whole_job(repeats: int) -> float:
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "spirals.npz"
-        generate_instance("spirals", "omega=4,seed=0", data)
+        generate_instance("spirals", "omega=4+seed=0", data)
         times = []
         for i in range(repeats + 1):
             run_dir = Path(folder) / f"run{i}"
