@@ -1,6 +1,9 @@
 # Helpers of the workflow: config validation, the runs of each study, and input functions.
 import json
+import os
 import shlex
+import shutil
+import subprocess
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -118,9 +121,22 @@ def run_overrides(wildcards):
     return " ".join(shlex.quote(o) for o in overrides)
 
 
+def gpu_visible():
+    """Whether this machine shows a GPU (nvidia-smi lists one, and CUDA_VISIBLE_DEVICES does not hide it);
+    a cheap check that keeps torch out of the DAG build."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1") or shutil.which("nvidia-smi") is None:
+        return False
+    listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return listing.returncode == 0 and "GPU" in listing.stdout
+
+
+TRAINING_GPUS = 1 if config["device"] == "cuda" or (config["device"] == "auto" and gpu_visible()) else 0
+
+
 def training_gpus(wildcards):
-    """GPU jobs declare gpu=1, so that `--resources gpu=N` caps how many run at once."""
-    return 1 if config["device"] == "cuda" else 0
+    """GPU jobs declare gpu=1: the profile's `resources: gpu=N` caps how many run at once on a workstation,
+    and the SLURM plugin turns it into --gpus=1. A job then uses the GPU it is given (CUDA_VISIBLE_DEVICES)."""
+    return TRAINING_GPUS
 
 
 def artifact_inputs(wildcards):
