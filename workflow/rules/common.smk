@@ -58,13 +58,18 @@ def study_run_metrics(wildcards):
     return [f"{run.folder}/metrics.json" for run in STUDIES[wildcards.study].runs(SCALE)]
 
 
+def study_run(wildcards):
+    """(study, run) of a training job's wildcards."""
+    return RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"]
+
+
 def run_data(wildcards):
-    return RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"][1].data_file
+    return study_run(wildcards)[1].data_file
 
 
 def train_code(wildcards):
     """Source files the training job runs: a code change reruns exactly the runs it affects."""
-    study, run = RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"]
+    study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
     return source_files("bnnrepro.train", METHOD_MODULES[method])
 
@@ -110,7 +115,7 @@ def prepared_datasets():
 
 def run_overrides(wildcards):
     """Hydra overrides of one training job, shell-quoted."""
-    study, run = RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"]
+    study, run = study_run(wildcards)
     overrides = [
         *study.overrides(run),
         f"scale={SCALE}",
