@@ -58,10 +58,6 @@ class Download:
             return f"{mirror.rstrip('/')}/{self.mirror_path}{file.name}"
         return f"{self.url}{file.name}"
 
-    @property
-    def raw_folder(self) -> str:
-        return f"data/raw/{self.name}"
-
     def prepared_file(self, standin: bool) -> str:
         return f"results/data/{self.name}{STANDIN_SUFFIX if standin else ''}.npz"
 
