@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PYTHON ?= python3
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all report test test-fast lint format bench lock
+.PHONY: all setup report test test-fast lint format bench lock
 
 all: report
 
@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
+
+setup: $(STAMP)
 
 report: $(STAMP)
 	snakemake --cores all

@@ -33,6 +33,7 @@ localrules:
     table,
     report_manifest,
     report,
+    record_timestamps,
 
 
 rule all:
@@ -40,3 +41,4 @@ rule all:
     input:
         "reports/report.pdf",
         prepared_datasets(),
+        TIMESTAMPS,

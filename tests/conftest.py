@@ -24,7 +24,9 @@ PROJECT_FILES = [
     "src",
     "dvc.yaml",
     "data/dvc.yaml",
+    "data/dvc.lock",
     ".dvcignore",
+    ".gitignore",
     "environment.yml",
 ]
 

@@ -86,6 +86,28 @@ def test_nothing_to_do_after_the_run(built: Path) -> None:
     assert "Running stage" not in second.stdout
 
 
+def test_results_pushed_to_a_dvc_remote_are_up_to_date_in_a_fresh_clone(
+    built: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`dvc push` of the run; `git clone` + `dvc pull report` elsewhere: nothing to rerun, nothing to reproduce."""
+    remote = tmp_path_factory.mktemp("dvc-remote")
+    run(["dvc", "remote", "add", "-d", "store", str(remote)], built)
+    run(["git", "add", "-A"], built)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results"], built)
+    run(["dvc", "push"], built)
+    clone = tmp_path_factory.mktemp("clone") / "project"
+    run(["git", "clone", "-q", str(built), str(clone)], built)
+    assert not (clone / "results").exists()
+    run(["dvc", "pull", "report"], clone)
+    assert (clone / "reports/report.pdf").read_bytes() == (built / "reports/report.pdf").read_bytes()
+    dry_run = run(["snakemake", "-n"], clone)
+    dry_run = dry_run.stdout + dry_run.stderr
+    assert "Restored the recorded time order" in dry_run  # the checkout had shuffled the times
+    assert "Nothing to be done" in dry_run
+    repro = run(["dvc", "repro"], clone).stdout
+    assert "didn't change" in repro and "Running stage" not in repro
+
+
 def test_a_code_change_reruns_only_the_jobs_that_run_that_code(built: Path) -> None:
     module = built / "src/bnnrepro/artifacts/udn_spirals.py"
     original = module.read_text()
@@ -94,15 +116,19 @@ def test_a_code_change_reruns_only_the_jobs_that_run_that_code(built: Path) -> N
         jobs = scheduled_jobs(run(["snakemake", "-n"], built).stdout)
     finally:
         module.write_text(original)
-    assert jobs == {"figure": 5, "table": 1, "report_manifest": 1, "report": 1, "all": 1}
+    assert jobs == {"figure": 5, "table": 1, "report_manifest": 1, "report": 1, "record_timestamps": 1, "all": 1}
 
 
 def test_a_changed_study_config_reruns_only_what_depends_on_it(built: Path) -> None:
     study_file = built / "config/studies/udn_spirals.yaml"
-    study = yaml.safe_load(study_file.read_text())
+    original = study_file.read_text()
+    study = yaml.safe_load(original)
     study["scales"]["smoke"]["lr_0.01"]["method"].append("finite_4")
     study_file.write_text(yaml.safe_dump(study))
-    jobs = scheduled_jobs(run(["snakemake", "-n"], built).stdout)
+    try:
+        jobs = scheduled_jobs(run(["snakemake", "-n"], built).stdout)
+    finally:
+        study_file.write_text(original)
     assert jobs["train"] == 2  # finite_4 at the two smoke omegas; nothing else retrains
     assert "generate_data" not in jobs
     assert jobs["aggregate"] == 1 and jobs["report"] == 1

@@ -5,18 +5,28 @@ import shlex
 import shutil
 import subprocess
 
+from pathlib import Path
+
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import validate
 
 from bnnrepro.artifacts.registry import CATALOG, implementations
 from bnnrepro.data.registry import dataset, downloads
 from bnnrepro.methods import METHOD_MODULES
+from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import StudyError, available_studies, load_study
 
 validate(config, schema="../schemas/config.schema.yaml")
 
 SCALE = config["scale"]
+TIMESTAMPS = f"results/{SCALE}/timestamps.json"
+
+# Results checked out by `dvc pull`/`dvc checkout` carry new, shuffled modification times; put back the
+# order recorded when they were made, so that Snakemake sees them as up to date (bnnrepro.result_timestamps).
+if workflow.is_main_process and (restored := restore(Path(TIMESTAMPS))):
+    logger.info(f"Restored the recorded time order of {restored} cached result files ({TIMESTAMPS}).")
 
 
 def _load_studies():
@@ -175,6 +185,26 @@ def artifact_files(kind):
         if implementation.output == kind
         for ext in extensions
     ]
+
+
+def result_files():
+    """Every file the workflow makes at this scale: data, runs, tidy metrics, figures, tables, the report."""
+    runs = [run for study in STUDIES.values() for run in study.runs(SCALE)]
+    train_outputs = ("metrics.json", "config.yaml", "checkpoint.pt", "train.log")
+    return sorted(
+        {
+            *prepared_datasets(),
+            *(run.data_file for run in runs),
+            *(f"{run.folder}/{name}" for run in runs for name in train_outputs),
+            *(f"results/{SCALE}/{study}/metrics.csv" for study in STUDIES),
+            *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files(SCALE)),
+            *artifact_files("figure"),
+            *artifact_files("table"),
+            f"results/{SCALE}/report_manifest.json",
+            "reports/report.pdf",
+            "reports/report.typ",
+        }
+    )
 
 
 def artifact_stems(kind):

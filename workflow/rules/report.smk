@@ -31,3 +31,17 @@ rule report:
         "../../environment.yml"
     shell:
         "python -m bnnrepro.report {input.manifest} {output.pdf} > {log} 2>&1"
+
+
+# Last: the size, time and md5 of every result, cached by DVC with them, so that results checked out from a
+# DVC remote get back their time order and Snakemake schedules nothing (bnnrepro.result_timestamps).
+rule record_timestamps:
+    input:
+        results=result_files(),
+        code=source_files("bnnrepro.result_timestamps"),
+    output:
+        TIMESTAMPS,
+    log:
+        f"logs/report/{SCALE}_timestamps.log",
+    run:
+        Path(log[0]).write_text(f"recorded {record(input.results, Path(output[0]))} result files\n")

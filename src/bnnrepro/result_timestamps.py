@@ -1,0 +1,93 @@
+"""Timestamps of the workflow's results, recorded after a run and restored after a DVC checkout.
+
+Snakemake decides what to rerun by modification times: an input newer than an output reruns the job.
+`dvc pull` / `dvc checkout` write the cached results in an arbitrary order with new modification times,
+so a tree restored from a DVC remote would look out of date. The last rule of the workflow records every
+result file (size, modification time, md5) in `results/<scale>/timestamps.json`, which DVC caches with
+the results. When the workflow starts and finds the recorded files with their recorded content but in a
+different time order, it puts their modification times back in the recorded order (`restore`). Files
+whose content differs from the record, or a tree with recorded files missing, are left as they are:
+Snakemake then reruns what they affect, as for any other change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bnnrepro.files import write_atomic
+
+RESTORED_SPACING_NS = 1000  # restored files are 1 microsecond apart, in recorded order
+
+
+@dataclass(frozen=True)
+class RecordedFile:
+    path: str
+    size: int
+    mtime_ns: int
+    md5: str
+
+
+def file_md5(path: Path) -> str:
+    digest = hashlib.md5()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record(files: list[str], manifest: Path, root: Path = Path()) -> int:
+    """Write the size, modification time and md5 of `files` (paths relative to `root`), oldest first;
+    return their number. The md5 of a file whose size and time equal the previous record is reused."""
+    manifest = root / manifest
+    previous = {f.path: f for f in load(manifest)} if manifest.exists() else {}
+    entries = []
+    for name in sorted(set(files)):
+        stat = (root / name).stat()
+        known = previous.get(name)
+        unchanged = known is not None and (known.size, known.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+        md5 = known.md5 if unchanged else file_md5(root / name)
+        entries.append(RecordedFile(name, stat.st_size, stat.st_mtime_ns, md5))
+    entries.sort(key=lambda f: (f.mtime_ns, f.path))
+    text = json.dumps({"files": [vars(f) for f in entries]}, indent=1) + "\n"
+    write_atomic(manifest, lambda tmp: tmp.write_text(text))
+    return len(entries)
+
+
+def load(manifest: Path) -> list[RecordedFile]:
+    return [RecordedFile(**entry) for entry in json.loads(manifest.read_text())["files"]]
+
+
+def restore(manifest: Path, root: Path = Path()) -> int:
+    """Put back the recorded time order of the results after a DVC checkout; return the number of files
+    whose times were set (0 when the order is already right or the tree is not the recorded one).
+
+    Restored times start at the oldest current time among the files, so that results checked out after
+    a git clone stay newer than the clone's code and configuration."""
+    if not (root / manifest).exists():
+        return 0
+    recorded = load(root / manifest)
+    try:
+        stats = [(root / f.path).stat() for f in recorded]
+    except FileNotFoundError:
+        return 0  # a partial tree: Snakemake reruns what is missing
+    current = [s.st_mtime_ns for s in stats]
+    if all(a <= b for a, b in zip(current, current[1:], strict=False)):
+        return 0  # already in recorded order (the usual case: nothing was checked out)
+    if any(s.st_size != f.size for s, f in zip(stats, recorded, strict=True)):
+        return 0
+    moved = [f for f, s in zip(recorded, stats, strict=True) if s.st_mtime_ns != f.mtime_ns]
+    if any(file_md5(root / f.path) != f.md5 for f in reversed(moved)):
+        return 0  # changed content: not a checkout of the recorded run
+    base, rank, previous_time = min(current), 0, None
+    for entry, stat in zip(recorded, stats, strict=True):
+        if previous_time is not None and entry.mtime_ns != previous_time:
+            rank += 1
+        previous_time = entry.mtime_ns
+        os.utime(root / entry.path, ns=(stat.st_atime_ns, base + rank * RESTORED_SPACING_NS))
+    manifest_time = base + (rank + 1) * RESTORED_SPACING_NS
+    os.utime(root / manifest, ns=(manifest_time, manifest_time))
+    return len(recorded)

@@ -1,0 +1,90 @@
+"""Recorded result timestamps: a DVC-style checkout (same bytes, shuffled times) gets its time order back;
+changed or missing files are left for Snakemake to judge."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from bnnrepro.result_timestamps import load, record, restore
+
+FILES = ["data.npz", "runs/a/metrics.json", "runs/b/metrics.json", "metrics.csv", "report.pdf"]
+MANIFEST = Path("timestamps.json")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """Files written in pipeline order, one second apart, then recorded."""
+    for i, name in enumerate(FILES):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"content of {name}")
+        os.utime(tmp_path / name, ns=(0, (1_000 + i) * 10**9))
+    record(FILES, MANIFEST, tmp_path)
+    return tmp_path
+
+
+def mtimes(root: Path) -> list[int]:
+    return [(root / name).stat().st_mtime_ns for name in FILES]
+
+
+def checkout_in_reverse(root: Path) -> None:
+    """What `dvc pull` can do: the same bytes, written newest-first, all with times after the clone."""
+    for i, name in enumerate(reversed([*FILES, str(MANIFEST)])):
+        os.utime(root / name, ns=(0, (5_000 + i) * 10**9))
+
+
+def test_record_lists_files_oldest_first_with_their_checksums(tree: Path) -> None:
+    recorded = load(tree / MANIFEST)
+    assert [f.path for f in recorded] == FILES
+    assert recorded[0].md5 == hashlib.md5(b"content of data.npz").hexdigest()
+    assert recorded[1].size == len("content of runs/a/metrics.json")
+
+
+def test_a_shuffled_checkout_gets_the_recorded_order_back(tree: Path) -> None:
+    checkout_in_reverse(tree)
+    assert mtimes(tree) != sorted(mtimes(tree))
+    assert restore(MANIFEST, tree) == len(FILES)
+    restored = mtimes(tree)
+    assert restored == sorted(restored) and len(set(restored)) == len(FILES)
+    assert min(restored) >= 5_000 * 10**9  # not moved back before the checkout (the code's clone time)
+    assert (tree / MANIFEST).stat().st_mtime_ns > max(restored)
+    assert restore(MANIFEST, tree) == 0  # in order now: nothing to do
+
+
+def test_files_with_equal_recorded_times_keep_equal_times(tree: Path) -> None:
+    for name in FILES[1:3]:
+        os.utime(tree / name, ns=(0, 2_000 * 10**9))
+    record(FILES, MANIFEST, tree)
+    checkout_in_reverse(tree)
+    restore(MANIFEST, tree)
+    runs = [(tree / name).stat().st_mtime_ns for name in FILES[1:3]]
+    assert runs[0] == runs[1]
+
+
+def test_a_changed_file_is_left_for_snakemake(tree: Path) -> None:
+    checkout_in_reverse(tree)
+    (tree / "runs/a/metrics.json").write_text("content of runs/a/metrics.jsoX")  # same size, other bytes
+    before = mtimes(tree)
+    assert restore(MANIFEST, tree) == 0
+    assert mtimes(tree) == before
+
+
+def test_a_missing_file_is_left_for_snakemake(tree: Path) -> None:
+    checkout_in_reverse(tree)
+    (tree / "metrics.csv").unlink()
+    assert restore(MANIFEST, tree) == 0
+
+
+def test_no_manifest_means_nothing_to_restore(tmp_path: Path) -> None:
+    assert restore(MANIFEST, tmp_path) == 0
+
+
+def test_rerecording_reuses_checksums_of_unchanged_files(tree: Path) -> None:
+    (tree / "report.pdf").write_text("a new report")
+    record(FILES, MANIFEST, tree)
+    recorded = {f.path: f for f in load(tree / MANIFEST)}
+    assert recorded["report.pdf"].size == len("a new report")
+    assert [f.path for f in load(tree / MANIFEST)][-1] == "report.pdf"
