@@ -1,8 +1,23 @@
-"""Evaluation metrics on predictive probabilities."""
+"""Evaluation metrics on predictive probabilities.
+
+Shapes: `probs` [N, C] is one predictive distribution per input (for an ensemble or several posterior samples,
+the mean of the members' probabilities); `member_probs` [M, N, C] holds the M members' probabilities; `labels` [N].
+Definitions follow the specs: `sde_bnn.md` §4 (ECE, CIFAR-10-C errors, gradient variance) and `repulsive.md` §5
+(entropy, model disagreement, OOD AUROC and the OOD/test ratios).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
 import torch
+
+SDE_BNN_ECE_BINS = 10
+"""sde_bnn.md §4: the paper does not state the bin count; the authors' code uses 10 equal-width bins."""
+
+REPULSIVE_ECE_BINS = 30
+"""repulsive.md §5: the paper does not state the bin count; the authors' code uses 30 equal-width bins."""
 
 
 def accuracy(probs: torch.Tensor, labels: torch.Tensor) -> float:
@@ -14,3 +29,186 @@ def negative_log_likelihood(probs: torch.Tensor, labels: torch.Tensor) -> float:
     """Mean of -log p(y | x) under the predictive distribution."""
     picked = probs.gather(-1, labels[:, None]).squeeze(-1)
     return float(-torch.log(picked.clamp_min(torch.finfo(probs.dtype).tiny)).mean())
+
+
+def _check_predictions(probs: torch.Tensor, labels: torch.Tensor) -> None:
+    if probs.ndim != 2 or labels.shape != probs.shape[:1] or probs.shape[0] == 0:
+        shapes = f"{tuple(probs.shape)} and {tuple(labels.shape)}"
+        raise ValueError(f"need probs [N, C] and labels [N] with N > 0, got {shapes}")
+
+
+def _check_members(member_probs: torch.Tensor, min_members: int = 1) -> None:
+    if member_probs.ndim != 3 or member_probs.shape[0] < min_members:
+        raise ValueError(
+            f"need member probabilities [M, N, C] with M >= {min_members}, got {tuple(member_probs.shape)}"
+        )
+
+
+class CalibrationBins(NamedTuple):
+    """Per-bin statistics of top-label confidence; accuracy and confidence are NaN in empty bins."""
+
+    edges: torch.Tensor  # [B + 1], k / B
+    counts: torch.Tensor  # [B]
+    accuracy: torch.Tensor  # [B], fraction of correct top-label predictions
+    confidence: torch.Tensor  # [B], mean of max_c p_c
+
+
+def calibration_bins(probs: torch.Tensor, labels: torch.Tensor, num_bins: int = SDE_BNN_ECE_BINS) -> CalibrationBins:
+    """Equal-width confidence bins of the reliability diagram (sde_bnn.md §4, Fig. 6b).
+
+    Confidence is max_c p_c and the prediction argmax_c p_c. Bin k in 0..B-1 holds confidences in (k/B, (k+1)/B];
+    the first bin also holds 0. The specs do not state the edge convention. This right-closed one is that of
+    `uncertainty_metrics`' ECE, which the repulsive-ensembles code calls; the SDE-BNN code's `get_calibration` uses
+    [k/B, (k+1)/B) bins, which lose confidence 1, so it is not followed. Edges are k / B in the dtype of `probs`:
+    a confidence written as the same literal (0.3 for B = 10) lies on the edge and goes to the lower bin.
+    """
+    _check_predictions(probs, labels)
+    if num_bins < 1:
+        raise ValueError(f"num_bins must be at least 1, got {num_bins}")
+    confidence, prediction = probs.max(-1)
+    correct = (prediction == labels).to(probs.dtype)
+    edges = torch.arange(num_bins + 1, dtype=probs.dtype, device=probs.device) / num_bins
+    bin_index = (torch.bucketize(confidence, edges, right=False) - 1).clamp(0, num_bins - 1)
+    counts = torch.bincount(bin_index, minlength=num_bins).to(probs.dtype)
+    correct_per_bin = torch.zeros_like(counts).index_add_(0, bin_index, correct)
+    confidence_per_bin = torch.zeros_like(counts).index_add_(0, bin_index, confidence)
+    return CalibrationBins(edges, counts, correct_per_bin / counts, confidence_per_bin / counts)
+
+
+def expected_calibration_error(probs: torch.Tensor, labels: torch.Tensor, num_bins: int = SDE_BNN_ECE_BINS) -> float:
+    """ECE = sum_b (|B_b| / N) |acc(B_b) - conf(B_b)| over equal-width confidence bins (Guo et al. 2017).
+
+    sde_bnn.md §4 and repulsive.md §5; bins as in `calibration_bins`. The default of 10 bins is SDE-BNN's
+    (sde_bnn.md §4, §7.9); pass `REPULSIVE_ECE_BINS` (30) for the repulsive-ensembles Table 1. A fraction:
+    multiply by 100 for SDE-BNN's "ECE (x10^-2)" columns.
+    """
+    bins = calibration_bins(probs, labels, num_bins)
+    filled = bins.counts > 0
+    gaps = (bins.accuracy[filled] - bins.confidence[filled]).abs()
+    return float((bins.counts[filled] * gaps).sum() / bins.counts.sum())
+
+
+@dataclass(frozen=True)
+class CorruptionErrors:
+    """CIFAR-10-C summaries of a table of top-1 errors E[c, s] (sde_bnn.md §4, §8.17), in the table's units."""
+
+    mean_per_severity: torch.Tensor
+    """mCE_s = (1/K) sum_c E[c, s], one per severity (paper: "average error for each intensity level")."""
+    sum_per_severity: torch.Tensor
+    """sum_c E[c, s], one per severity (the other reading of "summed across all 19 perturbations")."""
+    relative_mean_per_severity: torch.Tensor
+    """mCE_s - E_clean, the error "relative to uncorrupted data" of Fig. 7."""
+    overall: float
+    """CE = mean over all (c, s) of E[c, s]."""
+    relative_overall: float
+    """CE - E_clean."""
+
+
+def corruption_errors(errors: torch.Tensor, clean_error: float) -> CorruptionErrors:
+    """Summaries of the errors E[c, s] of corruption c (rows) at severity s (columns) against the clean error.
+
+    sde_bnn.md §4 "CIFAR-10-C metrics": the paper's mCE wording is ambiguous (§8.17), so every reading is
+    returned. No AlexNet (or other baseline) normalisation: the paper mentions none. `clean_error` must be in the
+    units of `errors` (fractions or percent).
+    """
+    if errors.ndim != 2 or errors.numel() == 0:
+        raise ValueError(f"need errors [corruptions, severities], got shape {tuple(errors.shape)}")
+    if not torch.isfinite(errors).all():
+        raise ValueError("the error table has missing (non-finite) entries")
+    mean_per_severity = errors.mean(0)
+    overall = float(errors.mean())
+    return CorruptionErrors(
+        mean_per_severity=mean_per_severity,
+        sum_per_severity=errors.sum(0),
+        relative_mean_per_severity=mean_per_severity - clean_error,
+        overall=overall,
+        relative_overall=overall - clean_error,
+    )
+
+
+def predictive_entropy(member_probs: torch.Tensor) -> torch.Tensor:
+    """H(x) = -sum_c pbar_c log pbar_c (nats) of the ensemble mean pbar = (1/M) sum_i p_i, one per input [N].
+
+    repulsive.md §5. The authors' code divides by log C for the image tasks; that scale cancels in H_o/H_t and
+    in the AUROC, so it is left out. Pass probs[None] for a single predictive distribution.
+    """
+    _check_members(member_probs)
+    mean_probs = member_probs.mean(0)
+    return -torch.special.xlogy(mean_probs, mean_probs).sum(-1)
+
+
+def model_disagreement(member_probs: torch.Tensor) -> torch.Tensor:
+    """MD(x) = (1/C) sum_c std_i p_i,c(x): the members' standard deviation (n - 1) of each class probability,
+    averaged over classes, one per input [N].
+
+    repulsive.md §5: the paper's definition (its App. B) is not in the supplied text; this is the authors' code
+    (`test_pred.std(0).mean(1)`), kept for comparability with their Table 1.
+    """
+    _check_members(member_probs, min_members=2)
+    return member_probs.std(0, correction=1).mean(-1)
+
+
+def _check_scores(in_scores: torch.Tensor, out_scores: torch.Tensor) -> None:
+    if in_scores.ndim != 1 or out_scores.ndim != 1 or not len(in_scores) or not len(out_scores):
+        shapes = f"{tuple(in_scores.shape)} and {tuple(out_scores.shape)}"
+        raise ValueError(f"need two non-empty 1-D score tensors, got {shapes}")
+    if torch.isnan(in_scores).any() or torch.isnan(out_scores).any():
+        raise ValueError("scores contain NaN")
+
+
+def _average_ranks(values: torch.Tensor) -> torch.Tensor:
+    """Ranks 1..n of `values`, tied values sharing the mean of their ranks."""
+    sorted_values, order = torch.sort(values)
+    _, tie_counts = torch.unique_consecutive(sorted_values, return_counts=True)
+    group_ends = tie_counts.cumsum(0).to(torch.float64)
+    sorted_ranks = (group_ends - (tie_counts - 1) / 2).repeat_interleave(tie_counts)
+    ranks = torch.empty_like(sorted_ranks)
+    ranks[order] = sorted_ranks
+    return ranks
+
+
+def ood_auroc(in_scores: torch.Tensor, out_scores: torch.Tensor) -> float:
+    """Area under the ROC curve of detecting out-of-distribution inputs by a score, higher meaning more OOD.
+
+    repulsive.md §5, AUROC(H) and AUROC(MD): OOD is the positive class (label 1), as in the authors'
+    `roc_auc_score` call. Computed as the Mann-Whitney statistic P(s_out > s_in) + P(s_out = s_in) / 2.
+    """
+    _check_scores(in_scores, out_scores)
+    scores = torch.cat([in_scores, out_scores]).to(torch.float64)
+    num_in, num_out = len(in_scores), len(out_scores)
+    out_rank_sum = _average_ranks(scores)[num_in:].sum()
+    return float((out_rank_sum - num_out * (num_out + 1) / 2) / (num_in * num_out))
+
+
+def ood_score_ratio(in_scores: torch.Tensor, out_scores: torch.Tensor) -> float:
+    """Mean score on OOD inputs over mean score on in-distribution test inputs.
+
+    repulsive.md §5: H_o/H_t with entropy scores, MD_o/MD_t with model-disagreement scores. Across seeds the
+    authors' table divides the seed-means of the two means, not the mean of per-seed ratios.
+    """
+    _check_scores(in_scores, out_scores)
+    return float(out_scores.mean() / in_scores.mean())
+
+
+def _check_gradient_samples(gradients: torch.Tensor) -> None:
+    if gradients.ndim != 2 or gradients.shape[0] < 2:
+        raise ValueError(f"need gradients [K, P] with K >= 2 samples, got {tuple(gradients.shape)}")
+
+
+def gradient_variance(gradients: torch.Tensor) -> float:
+    """Variance (n - 1) over K gradient samples of each of P parameters, averaged over parameters ([K, P]).
+
+    sde_bnn.md §4 (Fig. 4): "variance ... averaged across the parameters theta". The authors' code records the
+    standard deviation instead (§8.18); see `gradient_standard_deviation`.
+    """
+    _check_gradient_samples(gradients)
+    return float(gradients.var(0, correction=1).mean())
+
+
+def gradient_standard_deviation(gradients: torch.Tensor) -> float:
+    """Standard deviation (n - 1) over K gradient samples of each parameter, averaged over parameters ([K, P]).
+
+    sde_bnn.md §4: what the authors' `examples/grad_check/stl.py` records (`std(0).mean()`).
+    """
+    _check_gradient_samples(gradients)
+    return float(gradients.std(0, correction=1).mean())
