@@ -9,6 +9,7 @@ metrics. Heavy libraries (pandas, plotting) stay out of this path.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import platform
@@ -24,7 +25,7 @@ from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import resolve_device
 from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method
-from bnnrepro.metrics import accuracy, negative_log_likelihood
+from bnnrepro.metrics import accuracy, expected_calibration_error, negative_log_likelihood
 from bnnrepro.optim import Adam
 from bnnrepro.paths import train_config_dir
 from bnnrepro.runs import RunFolder, config_digest
@@ -38,14 +39,25 @@ def compose_config(overrides: list[str]) -> DictConfig:
 
 
 @torch.no_grad()
-def evaluate(method: torch.nn.Module, data: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, float]:
+def evaluate(method: torch.nn.Module, data: dict[str, tuple[torch.Tensor, ...]], task: str) -> dict[str, float]:
+    """Metrics on the validation and test splits (an empty split, like a toy's, has none).
+
+    Classification: accuracy, NLL and ECE of `method.predict(x)` (predictive probabilities [N, C]).
+    Regression: RMSE of the predictive mean, the mean over `method.predict(x)`'s samples [S, N, D]."""
     method.eval()
     values = {}
     for split in ("val", "test"):
         x, y = data[split]
-        probs = method.predict(x)
-        values[f"{split}_accuracy"] = accuracy(probs, y)
-        values[f"{split}_nll"] = negative_log_likelihood(probs, y)
+        if len(x) == 0:
+            continue
+        if task == "classification":
+            probs = method.predict(x)
+            values[f"{split}_accuracy"] = accuracy(probs, y)
+            values[f"{split}_nll"] = negative_log_likelihood(probs, y)
+            values[f"{split}_ece"] = expected_calibration_error(probs, y)
+        else:
+            mean = method.predict(x).mean(0)
+            values[f"{split}_rmse"] = float((mean - y).pow(2).mean().sqrt())
     return values
 
 
@@ -99,6 +111,8 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
+                # torchsde's Brownian intervals are reference cycles holding their noise: free them each step
+                gc.collect(1)
         except DivergedError as err:
             raise DivergedError(
                 f"run {run.path} diverged at epoch {epoch}: {err}. "
@@ -110,7 +124,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
             record = {
                 "epoch": epoch,
                 "train_loss": loss.item(),
-                **evaluate(method, data),
+                **evaluate(method, data, cfg.dataset.task),
                 **method.diagnostics(),
             }
             history.append(record)

@@ -84,6 +84,13 @@ def train_code(wildcards):
     return source_files("bnnrepro.train", METHOD_MODULES[method])
 
 
+def evaluation_code(wildcards):
+    """Source files an evaluation job runs: the evaluation entry point and the run's method."""
+    study, run = study_run(wildcards)
+    method = study.method_variants[run.method]["method"]
+    return source_files("bnnrepro.evaluation", METHOD_MODULES[method])
+
+
 def data_code(wildcards):
     generator_module = dataset(wildcards.dataset).generator.split(":")[0]
     return source_files("bnnrepro.data.__main__", generator_module)
@@ -162,7 +169,17 @@ def artifact_inputs(wildcards):
         inputs["metrics"] = f"results/{SCALE}/{study.name}/metrics.csv"
     if implementation.uses == "data":
         inputs["data"] = implementation.data_files(SCALE)
+    if implementation.uses == "runs":
+        inputs["runs"] = artifact_run_files(study, implementation)
     return inputs
+
+
+def artifact_run_files(study, implementation):
+    """The file an artifact draws from each run of its study whose method it names (e.g. config.yaml, or
+    eval/<evaluation>.npz, which rule `evaluate` makes)."""
+    return [
+        f"{run.folder}/{implementation.run_file}" for run in study.runs(SCALE) if run.method in implementation.methods
+    ]
 
 
 def artifact_arguments(wildcards, input):
@@ -172,6 +189,8 @@ def artifact_arguments(wildcards, input):
         arguments.append(f"--metrics {input.metrics}")
     if "data" in input.keys():
         arguments.append("--data " + " ".join(input.data))
+    if "runs" in input.keys():
+        arguments.append("--runs " + " ".join(shlex.quote(f) for f in input.runs))
     return " ".join(arguments)
 
 
@@ -198,6 +217,7 @@ def result_files():
             *(f"{run.folder}/{name}" for run in runs for name in train_outputs),
             *(f"results/{SCALE}/{study}/metrics.csv" for study in STUDIES),
             *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files(SCALE)),
+            *(f for study, impl in ARTIFACTS.values() if impl.uses == "runs" for f in artifact_run_files(study, impl)),
             *artifact_files("figure"),
             *artifact_files("table"),
             f"results/{SCALE}/report_manifest.json",

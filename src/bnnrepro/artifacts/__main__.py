@@ -1,4 +1,5 @@
-"""`python -m bnnrepro.artifacts ID --study S --scale X [--metrics CSV] [--data FILE ...] --outputs F ...`.
+"""`python -m bnnrepro.artifacts ID --study S --scale X [--metrics CSV] [--data F ...] [--runs F ...]
+--outputs F ...`.
 
 Draws one artifact and writes its files (figures: PDF, PNG; tables: CSV, Markdown, LaTeX).
 """
@@ -18,11 +19,12 @@ def main() -> None:
     parser.add_argument("--scale", required=True)
     parser.add_argument("--metrics", type=Path)
     parser.add_argument("--data", type=Path, nargs="*", default=[])
+    parser.add_argument("--runs", type=Path, nargs="*", default=[], help="a file of each run the artifact draws")
     parser.add_argument("--outputs", type=Path, nargs="+", required=True, help="figure: PDF PNG; table: CSV MD TEX")
     args = parser.parse_args()
 
     implementation = implementations()[args.artifact_id]
-    context = ArtifactContext(args.study, args.scale, args.metrics, args.data)
+    context = ArtifactContext(args.study, args.scale, args.metrics, args.data, args.runs)
     result = implementation.draw(context)
     if implementation.output == "figure":
         save_figure(result, *args.outputs)

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import yaml
 
 
 @dataclass
@@ -15,6 +17,23 @@ class ArtifactContext:
     scale: str
     metrics_file: Path | None = None
     data_files: list[Path] = field(default_factory=list)
+    run_files: list[Path] = field(default_factory=list)
+
+    def _by_run(self) -> dict[str, Path]:
+        """Each run file keyed by its run's id ('sdebnn/sdebnn_toy/lr=0.001/seed=0')."""
+        return {"/".join(str(p).split("/runs/", 1)[1].split("/")[:4]): p for p in self.run_files}
+
+    def run_arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """The arrays of each run's .npz file (an evaluation), keyed by run id."""
+        arrays = {}
+        for run_id, path in self._by_run().items():
+            with np.load(path, allow_pickle=False) as data:
+                arrays[run_id] = {key: data[key] for key in data.files}
+        return arrays
+
+    def run_configs(self) -> dict[str, dict]:
+        """The resolved training config of each run (its config.yaml), keyed by run id."""
+        return {run_id: yaml.safe_load(path.read_text()) for run_id, path in self._by_run().items()}
 
     @cached_property
     def metrics(self) -> pd.DataFrame:

@@ -38,9 +38,11 @@ def catalog_entry(artifact_id: str) -> dict:
 class Implementation:
     """How we draw one artifact.
 
-    uses: "metrics" (the study's aggregated runs), "data" (dataset files, listed by `data_files`)
-    or "nothing" (analytic: computed from formulas alone). `note` says how our version differs in
-    size or setting from the paper's, per scale.
+    uses: "metrics" (the study's aggregated runs), "data" (dataset files, listed by `data_files`),
+    "runs" (the file `run_file` in the run folder of each of the study's runs of `methods`: a training
+    output such as "config.yaml", or "eval/<name>.npz", which `python -m bnnrepro.evaluation` makes from
+    the run's checkpoint) or "nothing" (analytic: computed from formulas alone). `note` says how our
+    version differs in size or setting from the paper's, per scale.
     """
 
     artifact_id: str
@@ -49,6 +51,8 @@ class Implementation:
     uses: str
     data_files: Callable[[str], list[str]] | None
     note: Callable[[str], str]
+    run_file: str | None = None
+    methods: tuple[str, ...] = ()
 
     @property
     def stem(self) -> str:
@@ -59,31 +63,35 @@ class Implementation:
 _REGISTERED: dict[str, Implementation] = {}
 
 
-def _register(output: str, artifact_id: str, uses: str, data_files, note) -> Callable:
-    if uses not in ("metrics", "data", "nothing"):
-        raise ValueError(f"{artifact_id}: uses must be metrics, data or nothing, got {uses!r}")
+def _register(output: str, artifact_id: str, uses: str, data_files, note, run_file, methods) -> Callable:
+    if uses not in ("metrics", "data", "runs", "nothing"):
+        raise ValueError(f"{artifact_id}: uses must be metrics, data, runs or nothing, got {uses!r}")
     if (uses == "data") != (data_files is not None):
         raise ValueError(f"{artifact_id}: give data_files exactly when uses='data'")
+    if (uses == "runs") != bool(run_file and methods):
+        raise ValueError(f"{artifact_id}: give run_file and methods exactly when uses='runs'")
     catalog_entry(artifact_id)
 
     def decorate(draw: Callable) -> Callable:
         if artifact_id in _REGISTERED and _REGISTERED[artifact_id].draw is not draw:
             raise ValueError(f"{artifact_id} is drawn by two functions")
         notes = note if callable(note) else (lambda scale: note)
-        _REGISTERED[artifact_id] = Implementation(artifact_id, output, draw, uses, data_files, notes)
+        _REGISTERED[artifact_id] = Implementation(
+            artifact_id, output, draw, uses, data_files, notes, run_file, tuple(methods)
+        )
         return draw
 
     return decorate
 
 
-def figure(artifact_id: str, uses: str = "metrics", data_files=None, note="") -> Callable:
+def figure(artifact_id: str, uses: str = "metrics", data_files=None, note="", run_file=None, methods=()) -> Callable:
     """Register `draw(context) -> matplotlib Figure` for a figure artifact."""
-    return _register("figure", artifact_id, uses, data_files, note)
+    return _register("figure", artifact_id, uses, data_files, note, run_file, methods)
 
 
-def table(artifact_id: str, uses: str = "metrics", data_files=None, note="") -> Callable:
+def table(artifact_id: str, uses: str = "metrics", data_files=None, note="", run_file=None, methods=()) -> Callable:
     """Register `draw(context) -> DataFrame[row, column, ours, ours_error, n_runs]` for a table artifact."""
-    return _register("table", artifact_id, uses, data_files, note)
+    return _register("table", artifact_id, uses, data_files, note, run_file, methods)
 
 
 @cache

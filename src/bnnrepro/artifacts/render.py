@@ -41,10 +41,12 @@ def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) 
         columns=["row", "column", "published", "published_error"],
     )
     table = paper.merge(ours, on=["row", "column"], how="outer", sort=False)
-    order = {key: i for i, key in enumerate(zip(paper["row"], paper["column"], strict=True))}
-    table["order"] = [order.get(key, len(order)) for key in zip(table["row"], table["column"], strict=True)]
+    # the published order first, then our cells that the paper lacks in the order we made them
+    keys = [*zip(paper["row"], paper["column"], strict=True), *zip(ours["row"], ours["column"], strict=True)]
+    order = {key: i for i, key in reversed(list(enumerate(keys)))}
+    table["order"] = [order[key] for key in zip(table["row"], table["column"], strict=True)]
     table = table.sort_values("order", kind="stable").drop(columns="order").reset_index(drop=True)
-    table["difference"] = table["ours"] - table["published"]
+    table["difference"] = pd.to_numeric(table["ours"], errors="coerce") - table["published"]
     known = table["published_error"].notna() & table["ours"].notna()
     within = table["difference"].abs() <= table["published_error"]
     table["within_published_error"] = [bool(w) if k else None for w, k in zip(within, known, strict=True)]

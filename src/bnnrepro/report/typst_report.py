@@ -98,7 +98,10 @@ def _present(value: object) -> bool:
     return not pd.isna(value) and str(value) != ""
 
 
-def _with_error(value: float, error: float) -> str:
+def _with_error(value: float | str, error: float) -> str:
+    """A number with its error; a setting (text, as in a hyper-parameter table) as written."""
+    if isinstance(value, str):
+        return value
     return format_number(value) + (f" ± {format_number(error)}" if _present(error) else "")
 
 

@@ -1,0 +1,173 @@
+"""Continuous-depth networks as training-loop methods: SDE-BNN (weights follow an SDE in depth, Xu et al.
+2022) and ODEnet (the same block with constant weights, spec §1.6).
+
+Both map x -> input layer -> hidden units integrated over depth t in [0, 1] -> output layer. The loss is the
+per-datum negative ELBO (SDE-BNN; ODEnet: the negative log-likelihood, KL coef. 0 in Table 2) with a
+softmax likelihood for classification or a location-scale likelihood for regression.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torchsde
+from omegaconf import DictConfig
+from torch import nn
+
+from bnnrepro.data.spec import DataSpec, Splits
+from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
+from bnnrepro.inference.sde_solve import SolverSettings
+from bnnrepro.models.weight_sde import (
+    SDEBNN,
+    HiddenDynamics,
+    MLPHiddenDynamics,
+    RegressionLikelihood,
+    ZeroAugment,
+    categorical_log_likelihood,
+    negative_elbo,
+)
+from bnnrepro.optim import Adam
+
+TRAJECTORY_INPUTS = 7  # initial states drawn in the trajectory figures (spec's plan for P1 Fig. 1)
+TRAJECTORY_SAMPLES = 50  # weight paths per initial state
+TRAJECTORY_TIMES = 51  # depths t in [0, 1] at which the hidden state is recorded
+WEIGHT_SAMPLES = 1000  # posterior weight samples at t = 1 (workshop Fig. 3)
+
+
+class ODENet(nn.Module):
+    """dh/dt = f_h(t, h; w_0) with learned constant weights w_0, fixed-step Euler over [0, 1] (spec §1.6)."""
+
+    def __init__(self, input_layer: nn.Module, dynamics: HiddenDynamics, output_layer: nn.Module, num_steps: int):
+        super().__init__()
+        self.input_layer, self.dynamics, self.output_layer = input_layer, dynamics, output_layer
+        self.w0 = nn.Parameter(dynamics.initial_weights())
+        self.num_steps = num_steps
+
+    def hidden_paths(self, x: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """h(t) at `times` [T] (a refinement of the solver grid is not needed: Euler on `times`): [T, 1, B, ...]."""
+        h = self.input_layer(x).unsqueeze(0)
+        w = self.w0.unsqueeze(0)
+        paths = [h]
+        for t0, t1 in zip(times[:-1], times[1:], strict=True):
+            h = h + self.dynamics(t0, h, w) * (t1 - t0)
+            paths.append(h)
+        return torch.stack(paths)
+
+    def forward(self, x: torch.Tensor, num_samples: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+        """(outputs [1, B, out], KL [1] = 0): a point estimate has one "sample" and no KL."""
+        times = torch.linspace(0.0, 1.0, self.num_steps + 1, dtype=self.w0.dtype, device=self.w0.device)
+        h1 = self.hidden_paths(x, times)[-1]
+        return self.output_layer(h1.flatten(0, 1)).unsqueeze(0), self.w0.new_zeros(1)
+
+
+class ContinuousDepthMethod(nn.Module):
+    """A continuous-depth network with its likelihood, trained on the per-datum negative ELBO."""
+
+    def __init__(self, network: SDEBNN | ODENet, task: str, likelihood: RegressionLikelihood | None, cfg: DictConfig):
+        super().__init__()
+        self.network, self.task, self.likelihood = network, task, likelihood
+        self.num_samples, self.eval_samples, self.kl_weight = cfg.num_samples, cfg.eval_samples, cfg.kl_weight
+
+    def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
+        return [{"params": list(self.parameters()), "lr": lr}]
+
+    def adapt_architecture(self, optimizer: Adam) -> None:
+        """The architecture is fixed."""
+
+    def log_likelihood(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """log p(y | x, w) [S, B] for outputs [S, B, out]."""
+        if self.task == "classification":
+            return categorical_log_likelihood(outputs, y)
+        return self.likelihood(outputs, y)
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        outputs, kl = self.network(x, self.num_samples)
+        return negative_elbo(self.log_likelihood(outputs, y), kl, num_train, self.kl_weight)
+
+    @torch.no_grad()
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Classification: the posterior predictive (1/S) sum_s softmax(f_s(x)) [N, C]; regression: the
+        likelihood's location under S weight paths [S, N, out]."""
+        outputs, _ = self.network(x, self.eval_samples)
+        return outputs.softmax(-1).mean(0) if self.task == "classification" else outputs
+
+    def diagnostics(self) -> dict[str, float]:
+        return {} if self.likelihood is None else {"likelihood_scale": float(self.likelihood.log_scale.exp())}
+
+    def prepare_resume(self, state: dict) -> None:
+        """Nothing to build before loading a checkpoint."""
+
+    def hidden_paths(self, x: torch.Tensor, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(times [T], full hidden state h(t) [T, S, B, dim]) including the augmented dimensions."""
+        times = torch.linspace(0.0, 1.0, TRAJECTORY_TIMES)
+        if isinstance(self.network, ODENet):
+            return times, self.network.hidden_paths(x, times)
+        ys = self.weight_and_hidden_paths(x, num_samples, times)
+        hidden = self.network.sde.split(ys).h
+        return times, hidden.unflatten(-1, (x.shape[0], -1))
+
+    def weight_and_hidden_paths(self, x: torch.Tensor, num_samples: int, times: torch.Tensor) -> torch.Tensor:
+        """The augmented state [T, S, ...] at `times` under the posterior (Ito Euler-Maruyama, the model's step)."""
+        network = self.network
+        w0, _ = network.initial_weights(num_samples)
+        y0 = network.sde.initial_state(w0, network.input_layer(x))
+        return torchsde.sdeint(network.sde, y0, times, method="euler", dt=network.solver.dt)
+
+    def evaluation_arrays(self, name: str, splits: Splits, untrained: ContinuousDepthMethod) -> dict[str, np.ndarray]:
+        """Arrays for the figures. "toy_paths": predictive samples of the trained and the untrained model (the
+        prior: the drift starts at zero) on the test grid, hidden-state paths of a few inputs, and posterior
+        weight samples at t = 1 (SDE-BNN)."""
+        if name != "toy_paths":
+            raise KeyError(f"unknown evaluation {name!r} for {type(self.network).__name__}; known: toy_paths")
+        grid = torch.as_tensor(splits.x("test"))
+        x_train = splits.x("train")
+        starts = torch.linspace(float(x_train.min()), float(x_train.max()), TRAJECTORY_INPUTS)[:, None]
+        times, paths = self.hidden_paths(starts, TRAJECTORY_SAMPLES)
+        arrays = {
+            "x_train": x_train,
+            "y_train": splits.y("train"),
+            "x_grid": splits.x("test"),
+            "y_grid": splits.y("test"),
+            "posterior_predictive": self.predict(grid)[..., 0].numpy(),
+            "prior_predictive": untrained.predict(grid)[..., 0].numpy(),
+            "trajectory_inputs": starts[:, 0].numpy(),
+            "times": times.numpy(),
+            "hidden_paths": paths.numpy(),
+        }
+        if isinstance(self.network, SDEBNN):
+            final = self.weight_and_hidden_paths(starts, WEIGHT_SAMPLES, torch.tensor([0.0, 1.0]))[-1]
+            arrays["weights_at_t1"] = self.network.sde.split(final).w.numpy()
+            arrays["prior_hidden_paths"] = untrained.hidden_paths(starts, TRAJECTORY_SAMPLES)[1].numpy()
+        return arrays
+
+
+def build(run_cfg: DictConfig, spec: DataSpec) -> ContinuousDepthMethod:
+    """SDE-BNN or ODEnet with fully connected dynamics on the input plus `augment` zero dimensions."""
+    cfg = run_cfg.method
+    out_features = spec.num_classes if spec.task == "classification" else 1
+    dim = spec.num_features + cfg.augment
+    input_layer = nn.Sequential(nn.Flatten(), ZeroAugment(cfg.augment))
+    dynamics = MLPHiddenDynamics(dim, cfg.hidden_widths, cfg.activation)
+    output_layer = nn.Linear(dim, out_features)
+    solver = SolverSettings(**cfg.solver)
+    if cfg.name == "sdebnn":
+        network = SDEBNN(
+            input_layer,
+            dynamics,
+            output_layer,
+            OrnsteinUhlenbeckPrior(cfg.sigma),
+            cfg.drift_widths,
+            drift_activation=cfg.activation,
+            solver=solver,
+            kl_estimator=cfg.kl_estimator,
+            infer_w0=cfg.infer_w0,
+            w0_prior_variance=cfg.w0_prior_variance,
+        )
+    elif cfg.name == "odenet":
+        network = ODENet(input_layer, dynamics, output_layer, solver.num_steps)
+    else:
+        raise ValueError(f"unknown continuous-depth method {cfg.name!r}")
+    likelihood = None
+    if spec.task == "regression":
+        likelihood = RegressionLikelihood(cfg.likelihood.scale, cfg.likelihood.family, cfg.likelihood.learn_scale)
+    return ContinuousDepthMethod(network, spec.task, likelihood, cfg)
