@@ -102,6 +102,17 @@ def augmented_dimensions(context: ArtifactContext) -> Figure:
     return fig
 
 
+@figure("sdebnn/fig10", uses="runs", run_file=TOY_PATHS, methods=("gp", "deep_ensemble", "mfvi"), note=toy_note)
+def baseline_posteriors(context: ArtifactContext) -> Figure:
+    """Posterior predictives of a Gaussian process, a deep ensemble (K = 8) and mean-field VI."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.5), sharey=True)
+    titles = {"gp": "Gaussian Process", "deep_ensemble": "Deep Ensemble K=8", "mfvi": "MFVI"}
+    for ax, (method, title) in zip(axes, titles.items(), strict=True):
+        _predictive(ax, _run(context, method), "posterior_predictive", title)
+    fig.tight_layout()
+    return fig
+
+
 @figure("sdebnn_ws/fig1", uses="runs", run_file=TOY_PATHS, methods=("ws_odenet", "ws_sdebnn"), note=toy_note)
 def workshop_hidden_trajectories(context: ArtifactContext) -> Figure:
     """The workshop model's version of P1 Fig. 1."""

@@ -20,6 +20,10 @@ METHOD_MODULES = {
     "dun": "bnnrepro.methods.depth_networks",
     "sdebnn": "bnnrepro.methods.continuous_depth",
     "odenet": "bnnrepro.methods.continuous_depth",
+    "gp": "bnnrepro.methods.toy_baselines",
+    "deep_ensemble": "bnnrepro.methods.toy_baselines",
+    "mfvi": "bnnrepro.methods.toy_baselines",
+    "latent_sde": "bnnrepro.methods.latent_sde",
 }
 
 
@@ -28,7 +32,7 @@ METHOD_MODULES = {
 # and the methods of METHOD_MODULES that belong to the family.
 METHOD_FAMILIES = {
     "Bayes by Backprop": {"properties": (False, False, False), "references": "Blundell et al. (2015)",
-                          "implemented_by": ()},
+                          "implemented_by": ("mfvi",)},
     "MCMC for BNNs": {"properties": (False, True, False),
                       "references": "(Neal, 1996; Wenzel et al., 2020; Izmailov et al., 2021)", "implemented_by": ()},
     "Bayesian Hypernets": {"properties": (False, True, False), "references": "Krueger et al. (2018)",

@@ -17,6 +17,7 @@ from torch import nn
 from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings
+from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_predictive_arrays
 from bnnrepro.models.weight_sde import (
     SDEBNN,
     HiddenDynamics,
@@ -26,7 +27,6 @@ from bnnrepro.models.weight_sde import (
     categorical_log_likelihood,
     negative_elbo,
 )
-from bnnrepro.optim import Adam
 
 TRAJECTORY_INPUTS = 7  # initial states drawn in the trajectory figures (spec's plan for P1 Fig. 1)
 TRAJECTORY_SAMPLES = 50  # weight paths per initial state
@@ -60,19 +60,13 @@ class ODENet(nn.Module):
         return self.output_layer(h1.flatten(0, 1)).unsqueeze(0), self.w0.new_zeros(1)
 
 
-class ContinuousDepthMethod(nn.Module):
+class ContinuousDepthMethod(FixedArchitectureMethod):
     """A continuous-depth network with its likelihood, trained on the per-datum negative ELBO."""
 
     def __init__(self, network: SDEBNN | ODENet, task: str, likelihood: RegressionLikelihood | None, cfg: DictConfig):
         super().__init__()
         self.network, self.task, self.likelihood = network, task, likelihood
         self.num_samples, self.eval_samples, self.kl_weight = cfg.num_samples, cfg.eval_samples, cfg.kl_weight
-
-    def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
-        return [{"params": list(self.parameters()), "lr": lr}]
-
-    def adapt_architecture(self, optimizer: Adam) -> None:
-        """The architecture is fixed."""
 
     def log_likelihood(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """log p(y | x, w) [S, B] for outputs [S, B, out]."""
@@ -94,9 +88,6 @@ class ContinuousDepthMethod(nn.Module):
     def diagnostics(self) -> dict[str, float]:
         return {} if self.likelihood is None else {"likelihood_scale": float(self.likelihood.log_scale.exp())}
 
-    def prepare_resume(self, state: dict) -> None:
-        """Nothing to build before loading a checkpoint."""
-
     def hidden_paths(self, x: torch.Tensor, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(times [T], full hidden state h(t) [T, S, B, dim]) including the augmented dimensions."""
         times = torch.linspace(0.0, 1.0, TRAJECTORY_TIMES)
@@ -114,22 +105,18 @@ class ContinuousDepthMethod(nn.Module):
         return torchsde.sdeint(network.sde, y0, times, method="euler", dt=network.solver.dt)
 
     def evaluation_arrays(self, name: str, splits: Splits, untrained: ContinuousDepthMethod) -> dict[str, np.ndarray]:
-        """Arrays for the figures. "toy_paths": predictive samples of the trained and the untrained model (the
-        prior: the drift starts at zero) on the test grid, hidden-state paths of a few inputs, and posterior
-        weight samples at t = 1 (SDE-BNN)."""
+        """Arrays for the figures. "toy_paths": predictive samples of the posterior and the prior on the test
+        grid, hidden-state paths of a few inputs, and posterior weight samples at t = 1 (SDE-BNN).
+
+        The prior predictive is the untrained model's (spec P1 Fig. 2: NN_phi starts at zero, so the untrained
+        SDE-BNN is the prior); for ODEnet, which has no prior, it is the untrained network."""
         if name != "toy_paths":
             raise KeyError(f"unknown evaluation {name!r} for {type(self.network).__name__}; known: toy_paths")
-        grid = torch.as_tensor(splits.x("test"))
         x_train = splits.x("train")
         starts = torch.linspace(float(x_train.min()), float(x_train.max()), TRAJECTORY_INPUTS)[:, None]
         times, paths = self.hidden_paths(starts, TRAJECTORY_SAMPLES)
         arrays = {
-            "x_train": x_train,
-            "y_train": splits.y("train"),
-            "x_grid": splits.x("test"),
-            "y_grid": splits.y("test"),
-            "posterior_predictive": self.predict(grid)[..., 0].numpy(),
-            "prior_predictive": untrained.predict(grid)[..., 0].numpy(),
+            **toy_predictive_arrays(self, splits, untrained),
             "trajectory_inputs": starts[:, 0].numpy(),
             "times": times.numpy(),
             "hidden_paths": paths.numpy(),
@@ -137,7 +124,6 @@ class ContinuousDepthMethod(nn.Module):
         if isinstance(self.network, SDEBNN):
             final = self.weight_and_hidden_paths(starts, WEIGHT_SAMPLES, torch.tensor([0.0, 1.0]))[-1]
             arrays["weights_at_t1"] = self.network.sde.split(final).w.numpy()
-            arrays["prior_hidden_paths"] = untrained.hidden_paths(starts, TRAJECTORY_SAMPLES)[1].numpy()
         return arrays
 
 

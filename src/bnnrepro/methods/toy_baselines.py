@@ -1,0 +1,251 @@
+"""The toy-regression comparison models of SDE-BNN P1 Fig. 10 (spec §1.13): an exact Gaussian process, a deep
+ensemble of K = 8 MLPs and a mean-field Gaussian BNN (MFVI). The paper states neither kernel, architectures nor
+training settings; the choices are documented in config/train/method/{gp,deep_ensemble,mfvi}.yaml.
+
+`predict(x)` returns S samples of the predictive mean function [S, N, 1]: joint posterior draws of the GP's
+latent f, the K ensemble members, or the BNN under S weight samples from q(w).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+
+import torch
+from omegaconf import DictConfig
+from torch import nn
+
+from bnnrepro.data.spec import DataSpec
+from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
+from bnnrepro.models.weight_sde import ACTIVATIONS, RegressionLikelihood, negative_elbo
+
+# Added to the diagonal of the GP's predictive covariance before its Cholesky factor is taken for sampling (a
+# dense grid makes it numerically singular); relative to the signal variance, i.e. 0.1% of the prior std.
+SAMPLING_JITTER = 1e-6
+
+
+class GaussianProcessRegression(FixedArchitectureMethod):
+    """Exact GP regression, zero mean, kernel s^2 exp(-|x - x'|^2 / (2 l^2)) plus N(0, noise_variance) noise;
+    the loss is the negative log marginal likelihood per datum (type-II maximum likelihood of log l, log s^2 and
+    log noise_variance). All linear algebra is float64 Cholesky (Rasmussen & Williams 2006, Alg. 2.1).
+
+    The GP conditions on the data it was trained on: `loss` stores its batch, which must be the whole training
+    set, in the buffers x_train / y_train, so that they are in the state_dict and a reloaded checkpoint predicts
+    the same. Before any `loss` call the GP holds no data and `predict` draws from the prior (the "untrained"
+    method of an evaluation gives the prior predictive)."""
+
+    def __init__(
+        self, num_features: int, lengthscale: float, signal_variance: float, noise_variance: float, eval_samples: int
+    ):
+        super().__init__()
+        float64 = {"dtype": torch.float64}
+        self.log_lengthscale = nn.Parameter(torch.tensor(math.log(lengthscale), **float64))
+        self.log_signal_variance = nn.Parameter(torch.tensor(math.log(signal_variance), **float64))
+        self.log_noise_variance = nn.Parameter(torch.tensor(math.log(noise_variance), **float64))
+        self.register_buffer("x_train", torch.zeros(0, num_features, **float64))
+        self.register_buffer("y_train", torch.zeros(0, **float64))
+        self.eval_samples = eval_samples
+
+    def kernel(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """RBF kernel matrix [N, M] between inputs a [N, D] and b [M, D]."""
+        squared_distances = (a[:, None, :] - b[None, :, :]).pow(2).sum(-1)
+        return self.log_signal_variance.exp() * torch.exp(-0.5 * squared_distances / self.log_lengthscale.exp() ** 2)
+
+    def _training_cholesky(self, x: torch.Tensor) -> torch.Tensor:
+        """Lower Cholesky factor of K(x, x) + noise_variance I."""
+        identity = torch.eye(len(x), dtype=x.dtype, device=x.device)
+        return torch.linalg.cholesky(self.kernel(x, x) + self.log_noise_variance.exp() * identity)
+
+    def log_marginal_likelihood(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """log N(y | 0, K + noise_variance I) for inputs x [N, D] and targets y [N], float64."""
+        cholesky = self._training_cholesky(x)
+        alpha = torch.cholesky_solve(y[:, None], cholesky)[:, 0]
+        return -0.5 * y @ alpha - cholesky.diagonal().log().sum() - 0.5 * len(y) * math.log(2 * math.pi)
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        """-log p(y | x) / num_train on the whole training set (an exact GP has no minibatch objective)."""
+        if len(x) != num_train:
+            raise ValueError(
+                f"the exact GP needs the whole training set in each batch, got {len(x)} of {num_train} points: "
+                "set train.batch_size >= the number of training points"
+            )
+        self.x_train, self.y_train = x.detach().double(), y.detach().double()[:, 0]
+        return -self.log_marginal_likelihood(self.x_train, self.y_train) / num_train
+
+    def posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean [N] and covariance [N, N] of the latent f at inputs x [N, D] (float64) given the stored
+        training data (R&W eqs. 2.25-2.26); the prior N(0, K(x, x)) when there is none."""
+        prior_covariance = self.kernel(x, x)
+        if len(self.x_train) == 0:
+            return x.new_zeros(len(x)), prior_covariance
+        cholesky = self._training_cholesky(self.x_train)
+        cross = self.kernel(self.x_train, x)
+        mean = cross.T @ torch.cholesky_solve(self.y_train[:, None], cholesky)[:, 0]
+        whitened = torch.linalg.solve_triangular(cholesky, cross, upper=False)
+        return mean, prior_covariance - whitened.T @ whitened
+
+    @torch.no_grad()
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """`eval_samples` joint draws of the latent f from the posterior at x: [S, N, 1] in x's dtype."""
+        mean, covariance = self.posterior(x.double())
+        identity = torch.eye(len(x), dtype=mean.dtype, device=mean.device)
+        cholesky = torch.linalg.cholesky(covariance + SAMPLING_JITTER * self.log_signal_variance.exp() * identity)
+        noise = torch.randn(len(x), self.eval_samples, dtype=mean.dtype, device=mean.device)
+        return (mean[:, None] + cholesky @ noise).T[..., None].to(x.dtype)
+
+    @torch.no_grad()
+    def diagnostics(self) -> dict[str, float]:
+        return {
+            "lengthscale": float(self.log_lengthscale.exp()),
+            "signal_std": float(self.log_signal_variance.exp().sqrt()),
+            "noise_std": float(self.log_noise_variance.exp().sqrt()),
+        }
+
+    def prepare_resume(self, state: dict) -> None:
+        """Size the training-data buffers like the checkpoint's, so that its state_dict loads."""
+        self.x_train = torch.zeros_like(state["x_train"])
+        self.y_train = torch.zeros_like(state["y_train"])
+
+
+def linear_layer_init(num_stacked: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights [K, fan_in, fan_out] and biases [K, 1, fan_out] of K independent layers, each drawn like
+    `nn.Linear`'s default: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    bound = 1.0 / math.sqrt(fan_in)
+    weight = torch.empty(num_stacked, fan_in, fan_out).uniform_(-bound, bound)
+    bias = torch.empty(num_stacked, 1, fan_out).uniform_(-bound, bound)
+    return weight, bias
+
+
+def stacked_mlp(
+    x: torch.Tensor,
+    weights: Sequence[torch.Tensor],
+    biases: Sequence[torch.Tensor],
+    activation: Callable[[torch.Tensor], torch.Tensor],
+) -> torch.Tensor:
+    """M MLPs at once: inputs x [B, in], per-layer weights [M, in, out] and biases [M, 1, out] -> [M, B, out],
+    one batched matmul per layer and the activation between layers."""
+    h = x.expand(weights[0].shape[0], *x.shape)
+    for i, (weight, bias) in enumerate(zip(weights, biases, strict=True)):
+        h = torch.baddbmm(bias, activation(h) if i else h, weight)
+    return h
+
+
+def layer_sizes(num_features: int, hidden_widths: Sequence[int]) -> list[tuple[int, int]]:
+    """(fan_in, fan_out) of each layer of an MLP from num_features inputs through hidden_widths to one output."""
+    return list(pairwise([num_features, *hidden_widths, 1]))
+
+
+class DeepEnsemble(FixedArchitectureMethod):
+    """K independently initialised MLPs (Lakshminarayanan et al. 2017) held as stacked weights, trained on the sum
+    of their mean squared errors: member k's gradient is that of its own MSE, so with Adam's per-parameter
+    updates each member trains exactly as it would alone."""
+
+    def __init__(self, num_features: int, num_members: int, hidden_widths: Sequence[int], activation: str):
+        super().__init__()
+        layers = [linear_layer_init(num_members, *size) for size in layer_sizes(num_features, hidden_widths)]
+        self.weights = nn.ParameterList(weight for weight, _ in layers)
+        self.biases = nn.ParameterList(bias for _, bias in layers)
+        self.activation = ACTIVATIONS[activation]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Member outputs [K, B, 1] for inputs x [B, D]."""
+        return stacked_mlp(x, list(self.weights), list(self.biases), self.activation)
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        return (self(x) - y).pow(2).mean(dim=(1, 2)).sum()
+
+    @torch.no_grad()
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """The K member predictions [K, N, 1]."""
+        return self(x)
+
+
+def gaussian_kl(mean: torch.Tensor, log_std: torch.Tensor, prior_std: float) -> torch.Tensor:
+    """KL(N(mean, exp(log_std)^2) || N(0, prior_std^2)) summed over all elements (closed form)."""
+    variance_ratio = (2 * log_std).exp() / prior_std**2
+    return 0.5 * (variance_ratio + mean.pow(2) / prior_std**2 - 1 - variance_ratio.log()).sum()
+
+
+class MeanFieldBNN(FixedArchitectureMethod):
+    """Bayes by backprop (Blundell et al. 2015): a fully factorised Gaussian q(w) over all weights and biases of
+    an MLP, prior N(0, prior_std^2) per weight, a Gaussian likelihood, and the per-datum negative ELBO
+    (-N/B sum_b E_q log p(y_b | x_b, w) + KL(q || p)) / N with S reparameterised weight samples per step and the
+    closed-form KL. Every sample holds one weight set for the whole batch, so predictions are function draws."""
+
+    def __init__(
+        self,
+        num_features: int,
+        hidden_widths: Sequence[int],
+        activation: str,
+        prior_std: float,
+        initial_log_std: float,
+        likelihood: RegressionLikelihood,
+        num_samples: int,
+        eval_samples: int,
+    ):
+        super().__init__()
+        layers = [linear_layer_init(1, *size) for size in layer_sizes(num_features, hidden_widths)]
+        self.weight_means = nn.ParameterList(weight for weight, _ in layers)
+        self.bias_means = nn.ParameterList(bias for _, bias in layers)
+        self.weight_log_stds = nn.ParameterList(torch.full_like(weight, initial_log_std) for weight, _ in layers)
+        self.bias_log_stds = nn.ParameterList(torch.full_like(bias, initial_log_std) for _, bias in layers)
+        self.activation, self.prior_std, self.likelihood = ACTIVATIONS[activation], prior_std, likelihood
+        self.num_samples, self.eval_samples = num_samples, eval_samples
+
+    def kl(self) -> torch.Tensor:
+        """KL(q(w) || p(w)) over all weights and biases."""
+        means = [*self.weight_means, *self.bias_means]
+        log_stds = [*self.weight_log_stds, *self.bias_log_stds]
+        return sum(gaussian_kl(m, s, self.prior_std) for m, s in zip(means, log_stds, strict=True))
+
+    def forward(self, x: torch.Tensor, num_samples: int) -> torch.Tensor:
+        """Outputs [S, B, 1] under S weight samples w = mean + std * eps (plain reparameterisation)."""
+
+        def draw(means: nn.ParameterList, log_stds: nn.ParameterList) -> list[torch.Tensor]:
+            return [
+                m + s.exp() * torch.randn(num_samples, *m.shape[1:], dtype=m.dtype, device=m.device)
+                for m, s in zip(means, log_stds, strict=True)
+            ]
+
+        weights = draw(self.weight_means, self.weight_log_stds)
+        biases = draw(self.bias_means, self.bias_log_stds)
+        return stacked_mlp(x, weights, biases, self.activation)
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        return negative_elbo(self.likelihood(self(x, self.num_samples), y), self.kl(), num_train)
+
+    @torch.no_grad()
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """The network under `eval_samples` weight samples from q: [S, N, 1]."""
+        return self(x, self.eval_samples)
+
+    @torch.no_grad()
+    def diagnostics(self) -> dict[str, float]:
+        return {"kl": float(self.kl()), "likelihood_scale": float(self.likelihood.log_scale.exp())}
+
+
+def build(run_cfg: DictConfig, spec: DataSpec) -> FixedArchitectureMethod:
+    """The GP, deep ensemble or MFVI BNN named by the Hydra `method` group; regression only."""
+    cfg = run_cfg.method
+    if spec.task != "regression":
+        raise ValueError(f"method {cfg.name!r} supports regression data only (P1 Fig. 10's toy), got {spec.task!r}")
+    if cfg.name == "gp":
+        return GaussianProcessRegression(
+            spec.num_features, cfg.lengthscale, cfg.signal_variance, cfg.noise_variance, cfg.eval_samples
+        )
+    if cfg.name == "deep_ensemble":
+        return DeepEnsemble(spec.num_features, cfg.num_members, cfg.hidden_widths, cfg.activation)
+    if cfg.name == "mfvi":
+        likelihood = RegressionLikelihood(cfg.likelihood.scale, "gaussian", cfg.likelihood.learn_scale)
+        return MeanFieldBNN(
+            spec.num_features,
+            cfg.hidden_widths,
+            cfg.activation,
+            cfg.prior_std,
+            cfg.initial_log_std,
+            likelihood,
+            cfg.num_samples,
+            cfg.eval_samples,
+        )
+    raise ValueError(f"unknown toy-regression method {cfg.name!r}")
