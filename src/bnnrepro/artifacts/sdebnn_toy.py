@@ -54,6 +54,15 @@ def _predictive(ax, arrays: dict[str, np.ndarray], key: str, title: str) -> None
     ax.set(xlabel="x", ylabel="y", title=title, ylim=(-3, 3))
 
 
+def _predictive_panels(panels: list[tuple[dict[str, np.ndarray], str, str]]) -> Figure:
+    """One panel of predictive bands per (arrays, predictive key, title)."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.5), sharey=True, squeeze=False)
+    for ax, (arrays, key, title) in zip(axes[0], panels, strict=True):
+        _predictive(ax, arrays, key, title)
+    fig.tight_layout()
+    return fig
+
+
 def _trajectories(ax, arrays: dict[str, np.ndarray], key: str, dim: int, title: str) -> None:
     """Hidden-state paths [T, S, B, dim]: one colour per input; bands over weight samples, or lines."""
     times, paths = arrays["times"], arrays[key][..., dim]
@@ -83,11 +92,7 @@ def hidden_trajectories(context: ArtifactContext) -> Figure:
 def prior_and_posterior_predictive(context: ArtifactContext) -> Figure:
     """Prior predictive (the untrained model: the drift starts at zero) and posterior predictive."""
     arrays = _run(context, "sdebnn")
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), sharey=True)
-    _predictive(axes[0], arrays, "prior_predictive", "prior")
-    _predictive(axes[1], arrays, "posterior_predictive", "posterior")
-    fig.tight_layout()
-    return fig
+    return _predictive_panels([(arrays, "prior_predictive", "prior"), (arrays, "posterior_predictive", "posterior")])
 
 
 @figure("sdebnn/fig8", uses="runs", run_file=TOY_PATHS, methods=("sdebnn",), note=toy_note)
@@ -105,12 +110,8 @@ def augmented_dimensions(context: ArtifactContext) -> Figure:
 @figure("sdebnn/fig10", uses="runs", run_file=TOY_PATHS, methods=("gp", "deep_ensemble", "mfvi"), note=toy_note)
 def baseline_posteriors(context: ArtifactContext) -> Figure:
     """Posterior predictives of a Gaussian process, a deep ensemble (K = 8) and mean-field VI."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.5), sharey=True)
     titles = {"gp": "Gaussian Process", "deep_ensemble": "Deep Ensemble K=8", "mfvi": "MFVI"}
-    for ax, (method, title) in zip(axes, titles.items(), strict=True):
-        _predictive(ax, _run(context, method), "posterior_predictive", title)
-    fig.tight_layout()
-    return fig
+    return _predictive_panels([(_run(context, m), "posterior_predictive", t) for m, t in titles.items()])
 
 
 @figure("sdebnn_ws/fig1", uses="runs", run_file=TOY_PATHS, methods=("ws_odenet", "ws_sdebnn"), note=toy_note)
@@ -153,10 +154,7 @@ def bias_marginal(context: ArtifactContext) -> Figure:
 @figure("sdebnn_ws/fig4", uses="runs", run_file=TOY_PATHS, methods=("ws_sdebnn",), note=toy_note)
 def workshop_posterior_predictive(context: ArtifactContext) -> Figure:
     """Posterior percentiles and samples of the workshop model on the non-monotonic toy."""
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    _predictive(ax, _run(context, "ws_sdebnn"), "posterior_predictive", "posterior")
-    fig.tight_layout()
-    return fig
+    return _predictive_panels([(_run(context, "ws_sdebnn"), "posterior_predictive", "posterior")])
 
 
 MODEL_NAMES = {"sdebnn": "SDE BNN", "odenet": "ODEnet"}
