@@ -1,0 +1,140 @@
+"""A latent SDE fitted to observations of a 1-D process as a training-loop method (Xu et al. 2022, Figs. 3, 4).
+
+The model is `bnnrepro.models.latent_sde.LatentSDE`. A datum is an observation y of z at time x; the minibatch is
+the whole set of observations (full batch), and the loss is the per-datum negative ELBO
+
+    -(1/N) ( sum_n E_q log p(y_n | z_{x_n}) - kl_weight E_q KL(q || p) )
+
+with the KL estimated by `kl_estimator` (ckl | fmc | stl, spec §1.4) and a Cauchy (Fig. 3) or Gaussian (Fig. 4)
+likelihood. Evaluations: "latent_paths" (Fig. 3) and "gradient_variance" (Fig. 4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+from torch.func import functional_call, grad, vmap
+
+from bnnrepro.data.spec import DataSpec, Splits
+from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
+from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
+from bnnrepro.metrics import gradient_standard_deviation, gradient_variance
+from bnnrepro.models.latent_sde import LatentSDE
+from bnnrepro.models.weight_sde import KL_ESTIMATORS, DriftNet, RegressionLikelihood, negative_elbo
+
+PATH_TIMES = 121  # times on [t_start, t_end] at which "latent_paths" records z
+PATH_SAMPLES = 200  # sample paths kept for Fig. 3 (left)
+JOINT_SAMPLES = 4000  # samples of (z_t0, z_t1) for the joint density and marginals of Fig. 3 (right)
+GRADIENT_CHUNK = 250  # gradient draws vectorised at once (bounds the memory of the per-draw backward passes)
+
+
+class LatentSDEMethod(FixedArchitectureMethod):
+    """A `LatentSDE` with its observation likelihood, trained on the per-datum negative ELBO."""
+
+    def __init__(self, model: LatentSDE, likelihood: RegressionLikelihood, cfg: DictConfig):
+        super().__init__()
+        self.model, self.likelihood = model, likelihood
+        self.num_samples, self.eval_samples, self.kl_weight = cfg.num_samples, cfg.eval_samples, cfg.kl_weight
+        self.gradient_samples = cfg.gradient_samples
+        self.register_buffer("iterations", torch.zeros((), dtype=torch.long))  # optimiser steps taken (Fig. 4's x)
+        self.last_step: dict[str, float] = {}
+
+    def objective(self, z: torch.Tensor, kl: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        """The per-datum negative ELBO from z at the observation times [N, S, 1], KLs [S] and observations [N, 1]."""
+        return negative_elbo(self.likelihood(z.transpose(0, 1), y), kl, num_train, self.kl_weight)
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        z, kl = self.model.sample(x[:, 0], self.num_samples)
+        if self.training:
+            self.iterations += 1
+        self.last_step = {"kl": kl.mean().item()}
+        return self.objective(z, kl, y, num_train)
+
+    @torch.no_grad()
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Posterior samples of z at the times x [N, 1]: [S, N, 1]."""
+        return self.model.sample(x[:, 0], self.eval_samples)[0].transpose(0, 1)
+
+    def diagnostics(self) -> dict[str, float]:
+        """The KL estimate of the last training step."""
+        return dict(self.last_step)
+
+    def gradient_draws(
+        self, x: torch.Tensor, y: torch.Tensor, estimators: tuple[str, ...], draws: int
+    ) -> dict[str, torch.Tensor]:
+        """Single-path gradients of the per-datum negative ELBO w.r.t. the drift net's parameters phi, one per
+        (z_0, Brownian path) draw, under each KL estimator: {estimator: [draws, P]}. Every estimator sees the same
+        draws (paired comparison); the draws are vectorised with torch.func (the authors' script loops)."""
+        grid, index = self.model.grid(x[:, 0])
+        z0, noise = self.model.draw_noise(grid, draws)
+        phi = {f"posterior.net.{name}": p.detach() for name, p in self.model.posterior.net.named_parameters()}
+
+        def one_draw(
+            params: dict[str, torch.Tensor], z0: torch.Tensor, noise: torch.Tensor, kl_estimator: str
+        ) -> torch.Tensor:
+            path, kl = functional_call(self.model, params, (grid, z0, noise, kl_estimator))
+            return self.objective(path[index], kl, y, len(x))
+
+        gradients = {}
+        for kl_estimator in estimators:
+            per_draw = vmap(grad(one_draw), in_dims=(None, 0, 1, None), chunk_size=GRADIENT_CHUNK)
+            draws_of_phi = per_draw(phi, z0[:, None], noise[:, :, None], kl_estimator)
+            gradients[kl_estimator] = torch.cat([g.flatten(1) for g in draws_of_phi.values()], dim=1)
+        return gradients
+
+    def evaluation_arrays(self, name: str, splits: Splits, untrained: LatentSDEMethod) -> dict[str, np.ndarray]:
+        """Arrays of evaluation `name`.
+
+        "latent_paths" (Fig. 3): z on a grid of PATH_TIMES times over the model's interval for PATH_SAMPLES posterior
+        paths, and JOINT_SAMPLES samples of (z_t0, z_t1) with t0, t1 the interval's ends (the paper names the times
+        t_0, t_1 without values; the authors' two observations both sit at the end).
+        "gradient_variance" (Fig. 4): for each KL estimator, the variance (and standard deviation) over
+        `gradient_samples` single-path gradient draws w.r.t. phi, averaged over the parameters, at the run's
+        parameters, after `iterations` training steps."""
+        x, y = torch.as_tensor(splits.x("train")), torch.as_tensor(splits.y("train"))
+        arrays = {
+            "observation_times": x[:, 0].numpy(),
+            "observations": y[:, 0].numpy(),
+            "iterations": self.iterations.numpy(),
+        }
+        if name == "latent_paths":
+            times = torch.linspace(self.model.t_start, self.model.t_end, PATH_TIMES)
+            with torch.no_grad():
+                z = self.model.sample(times, JOINT_SAMPLES)[0][..., 0]
+            return {
+                **arrays,
+                "times": times.numpy(),
+                "paths": z[:, :PATH_SAMPLES].T.numpy(),
+                "joint_times": times[[0, -1]].numpy(),
+                "joint": z[[0, -1]].T.numpy(),
+            }
+        if name == "gradient_variance":
+            draws = self.gradient_draws(x, y, KL_ESTIMATORS, self.gradient_samples)  # torch.func.grad ignores no_grad
+            return {
+                **arrays,
+                "estimators": np.array(KL_ESTIMATORS),
+                "variance": np.array([gradient_variance(draws[e]) for e in KL_ESTIMATORS]),
+                "standard_deviation": np.array([gradient_standard_deviation(draws[e]) for e in KL_ESTIMATORS]),
+                "mean_gradient": torch.stack([draws[e].mean(0) for e in KL_ESTIMATORS]).numpy(),
+            }
+        raise KeyError(f"unknown evaluation {name!r} for a latent SDE; known: latent_paths, gradient_variance")
+
+
+def build(run_cfg: DictConfig, spec: DataSpec) -> LatentSDEMethod:
+    """The latent SDE of `run_cfg.method` for observations (time x [N, 1], value y [N, 1])."""
+    cfg = run_cfg.method
+    if spec.task != "regression" or spec.num_features != 1:
+        raise ValueError(f"a latent SDE needs observation times as its one input (regression), got {spec}")
+    model = LatentSDE(
+        OrnsteinUhlenbeckPrior(cfg.sigma, cfg.prior_rate),
+        DriftNet(1, cfg.drift_widths, cfg.activation),
+        t_start=cfg.t_start,
+        t_end=cfg.t_end,
+        dt=cfg.dt,
+        z0_mean=cfg.z0_mean,
+        z0_std=cfg.z0_std,
+        kl_estimator=cfg.kl_estimator,
+    )
+    likelihood = RegressionLikelihood(cfg.likelihood.scale, cfg.likelihood.family, cfg.likelihood.learn_scale)
+    return LatentSDEMethod(model, likelihood, cfg)
