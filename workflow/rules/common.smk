@@ -13,7 +13,7 @@ from snakemake.utils import validate
 
 from bnnrepro.artifacts.registry import CATALOG, implementations
 from bnnrepro.data.registry import dataset, downloads
-from bnnrepro.methods import METHOD_MODULES
+from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import StudyError, available_studies, load_study
@@ -81,14 +81,14 @@ def train_code(wildcards):
     """Source files the training job runs: a code change reruns exactly the runs it affects."""
     study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
-    return source_files("bnnrepro.train", METHOD_MODULES[method])
+    return source_files("bnnrepro.train", METHOD_MODULES[config_method_name(method)])
 
 
 def evaluation_code(wildcards):
     """Source files an evaluation job runs: the evaluation entry point and the run's method."""
     study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
-    return source_files("bnnrepro.evaluation", METHOD_MODULES[method])
+    return source_files("bnnrepro.evaluation", METHOD_MODULES[config_method_name(method)])
 
 
 def data_code(wildcards):

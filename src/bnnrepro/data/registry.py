@@ -113,11 +113,15 @@ def is_standin(path: str | Path) -> bool:
 
 def load_splits(config: Mapping) -> Splits:
     """The splits a training job reads: a download through its registry loader (which applies the
-    preprocessing of the Hydra dataset config), a generated dataset as written."""
+    preprocessing of the Hydra dataset config), a generated dataset as written; with `max_examples`
+    ({split: n}, the small scales' subsets), the first n examples of each split named."""
     entry = dataset(config["name"])
     if isinstance(entry, Download):
-        return resolve(entry.loader)(Path(config["path"]), config)
-    return Splits.load(Path(config["path"]))
+        splits = resolve(entry.loader)(Path(config["path"]), config)
+    else:
+        splits = Splits.load(Path(config["path"]))
+    limits = config.get("max_examples") or {}
+    return Splits({k: v[: limits.get(k.split("_", 1)[1])] for k, v in splits.arrays.items()})
 
 
 # Separator of key=value pairs in instance and run names. Not a comma: Snakemake passes a remote job's

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import importlib
 
+import yaml
 from omegaconf import DictConfig
 from torch import nn
 
 from bnnrepro.data.spec import DataSpec
+from bnnrepro.paths import train_config_dir
 
 METHOD_MODULES = {
     "udn": "bnnrepro.methods.depth_networks",
@@ -20,6 +22,11 @@ METHOD_MODULES = {
     "dun": "bnnrepro.methods.depth_networks",
     "sdebnn": "bnnrepro.methods.continuous_depth",
     "odenet": "bnnrepro.methods.continuous_depth",
+    "hyperodenet": "bnnrepro.methods.continuous_depth",
+    "mfvi_odenet": "bnnrepro.methods.continuous_depth",
+    "mfvi_hyperodenet": "bnnrepro.methods.continuous_depth",
+    "resnet32": "bnnrepro.methods.continuous_depth",
+    "mfvi_resnet32": "bnnrepro.methods.continuous_depth",
     "gp": "bnnrepro.methods.toy_baselines",
     "deep_ensemble": "bnnrepro.methods.toy_baselines",
     "mfvi": "bnnrepro.methods.toy_baselines",
@@ -42,6 +49,18 @@ METHOD_FAMILIES = {
                              "references": "Yildiz et al. (2019) Dandekar et al. (2020)", "implemented_by": ()},
     "SDE-BNN": {"properties": (True, True, True), "references": "current work", "implemented_by": ("sdebnn",)},
 }  # fmt: skip
+
+
+def config_method_name(config_name: str) -> str:
+    """The method `name` that config/train/method/<config_name>.yaml sets, itself or through its defaults list
+    (e.g. sdebnn_cifar10 -> sdebnn_mnist -> "sdebnn"): how the workflow finds the code a run's method runs."""
+    cfg = yaml.safe_load((train_config_dir() / "method" / f"{config_name}.yaml").read_text())
+    if "name" in cfg:
+        return cfg["name"]
+    parents = [entry for entry in cfg.get("defaults", []) if entry != "_self_"]
+    if not parents:
+        raise KeyError(f"config/train/method/{config_name}.yaml sets no method name")
+    return config_method_name(parents[0])
 
 
 def build_method(cfg: DictConfig, spec: DataSpec) -> nn.Module:

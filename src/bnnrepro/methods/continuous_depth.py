@@ -18,6 +18,7 @@ from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_predictive_arrays
+from bnnrepro.methods.image_classifiers import image_network
 from bnnrepro.models.weight_sde import (
     SDEBNN,
     HiddenDynamics,
@@ -63,7 +64,9 @@ class ODENet(nn.Module):
 class ContinuousDepthMethod(FixedArchitectureMethod):
     """A continuous-depth network with its likelihood, trained on the per-datum negative ELBO."""
 
-    def __init__(self, network: SDEBNN | ODENet, task: str, likelihood: RegressionLikelihood | None, cfg: DictConfig):
+    def __init__(
+        self, network: SDEBNN | ODENet | nn.Module, task: str, likelihood: RegressionLikelihood | None, cfg: DictConfig
+    ):
         super().__init__()
         self.network, self.task, self.likelihood = network, task, likelihood
         self.num_samples, self.eval_samples, self.kl_weight = cfg.num_samples, cfg.eval_samples, cfg.kl_weight
@@ -128,8 +131,11 @@ class ContinuousDepthMethod(FixedArchitectureMethod):
 
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> ContinuousDepthMethod:
-    """SDE-BNN or ODEnet with fully connected dynamics on the input plus `augment` zero dimensions."""
+    """SDE-BNN or ODEnet with fully connected dynamics on the input plus `augment` zero dimensions; with an
+    `architecture` key, an image classifier of SDE-BNN Table 1 (`bnnrepro.methods.image_classifiers`)."""
     cfg = run_cfg.method
+    if "architecture" in cfg:
+        return ContinuousDepthMethod(image_network(cfg, run_cfg.dataset.name, spec.num_classes), spec.task, None, cfg)
     out_features = spec.num_classes if spec.task == "classification" else 1
     dim = spec.num_features + cfg.augment
     input_layer = nn.Sequential(nn.Flatten(), ZeroAugment(cfg.augment))
