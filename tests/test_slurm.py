@@ -19,7 +19,7 @@ from tests.conftest import ROOT, copy_project, run
 pytestmark = pytest.mark.slow
 
 MISSING = [tool for tool in ("slurmctld", "slurmd", "munged", "sbatch", "unshare") if shutil.which(tool) is None]
-SMOKE = ["--config", "scale=smoke", "datasets=[]"]
+SMOKE = ["--config", "scale=smoke", "datasets=[]", "studies=[udn_spirals]"]  # one study, as the issue asks
 # Settings of this test cluster; everything else comes from profiles/slurm/profile.yaml.
 TEST_CLUSTER = [
     "--workflow-profile", "none", "--jobs", "2",
