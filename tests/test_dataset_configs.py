@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnnrepro.data.registry import dataset, downloads, is_standin, load_splits, resolve
+from bnnrepro.data.registry import dataset, downloads, generate_instance, is_standin, load_splits, resolve
 from bnnrepro.train import compose_config
 
 SMALL = ["uci_yacht", "uci_boston", "cmu_mocap35", "mnist", "svhn"]
@@ -42,3 +42,12 @@ def test_uci_loader_standardises_with_the_training_split(tmp_path: Path) -> None
     np.testing.assert_allclose(splits.x("train").mean(0), 0, atol=1e-5)
     np.testing.assert_allclose(splits.y("train").std(), 1, rtol=1e-4)
     assert abs(float(splits.y("test").mean())) > 1e-6  # test data use the training statistics, not their own
+
+
+def test_max_examples_keeps_the_first_examples_of_the_splits_named(tmp_path: Path) -> None:
+    path = tmp_path / "omega=2+seed=0.npz"
+    generate_instance("spirals", "omega=2+seed=0", path)
+    full = load_splits({"name": "spirals", "path": str(path)})
+    small = load_splits({"name": "spirals", "path": str(path), "max_examples": {"train": 10, "test": None}})
+    assert small.x("train").shape[0] == 10 and (small.y("train") == full.y("train")[:10]).all()
+    assert small.x("test").shape == full.x("test").shape and small.x("val").shape == full.x("val").shape

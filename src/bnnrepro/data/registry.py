@@ -120,8 +120,11 @@ def load_splits(config: Mapping) -> Splits:
         splits = resolve(entry.loader)(Path(config["path"]), config)
     else:
         splits = Splits.load(Path(config["path"]))
-    limits = config.get("max_examples") or {}
-    return Splits({k: v[: limits.get(k.split("_", 1)[1])] for k, v in splits.arrays.items()})
+    arrays = dict(splits.arrays)
+    for split, limit in (config.get("max_examples") or {}).items():
+        if limit is not None:
+            arrays.update({f"{a}_{split}": arrays[f"{a}_{split}"][:limit] for a in "xy"})
+    return Splits(arrays)
 
 
 # Separator of key=value pairs in instance and run names. Not a comma: Snakemake passes a remote job's
