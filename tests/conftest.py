@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,3 +138,13 @@ def registry_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
 
     yield write
     registry._registry.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """One torch thread, as the workflow's jobs run (threads_per_job): small tensor ops only lose from more
+    threads, tenfold on two busy cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

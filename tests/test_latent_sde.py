@@ -34,13 +34,7 @@ SIGMA, NOISE, Y = 1.0, 0.3, 1.5
 TIMES = torch.tensor([[1.0]])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread, as the workflow's jobs run (threads_per_job): these small ops only lose from more."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def method(model: LatentSDE, likelihood: RegressionLikelihood) -> LatentSDEMethod:

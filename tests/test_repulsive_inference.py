@@ -114,13 +114,7 @@ def squared_median_distance(x: torch.Tensor) -> float:
 TARGETS = ["gaussian2", "gaussian5", "funnel"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread, as the workflow's jobs run: these small ops only lose from more (tenfold on 2 busy cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # --- kernel -------------------------------------------------------------------------------------------------------
