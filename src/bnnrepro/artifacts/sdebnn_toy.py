@@ -136,8 +136,9 @@ def prior_function_samples(context: ArtifactContext) -> Figure:
 @figure("sdebnn_ws/fig3", uses="runs", run_file=TOY_PATHS, methods=("ws_sdebnn",), note=toy_note)
 def bias_marginal(context: ArtifactContext) -> Figure:
     """A 2D marginal of the posterior weights at t = 1: the last layer's first two biases, with a Gaussian KDE."""
-    weights = _run(context, "ws_sdebnn")["weights_at_t1"]
-    state_dim = 3  # the last layer's biases are the last `state_dim` weights (MLPHiddenDynamics layout)
+    arrays = _run(context, "ws_sdebnn")
+    weights = arrays["weights_at_t1"]
+    state_dim = arrays["hidden_paths"].shape[-1]  # the last layer's biases: the last `state_dim` weights
     pair = weights[:, -state_dim:][:, :2]
     kde = gaussian_kde(pair.T)
     lo, hi = pair.min(0), pair.max(0)
