@@ -1,10 +1,10 @@
 """One training job: `python -m bnnrepro.train method=udn dataset=spirals run_dir=... [overrides]`.
 
 Hydra composes config/train with the overrides; the job writes into `run_dir` its resolved config,
-a log, the metrics JSON (the epoch selected on validation and the last one, plus the evaluation
-history) and the final checkpoint. Every `train.checkpoint_every` epochs it saves a resumable state,
-so a killed job rerun with the same configuration continues where it stopped and ends with the same
-metrics. Heavy libraries (pandas, plotting) stay out of this path.
+a log, the metrics JSON (the epoch selected on validation and the last one, the evaluation history, and
+per epoch the cumulative training seconds and the peak memory) and the final checkpoint. Every
+`train.checkpoint_every` epochs it saves a resumable state, so a killed job rerun with the same configuration
+continues where it stopped and ends with the same metrics. Heavy libraries (pandas, plotting) stay out of this path.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro.data.registry import is_standin, load_splits
-from bnnrepro.device import resolve_device
+from bnnrepro.device import peak_memory_mib, resolve_device
 from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method
 from bnnrepro.metrics import accuracy, expected_calibration_error, negative_log_likelihood
@@ -39,14 +39,20 @@ def compose_config(overrides: list[str]) -> DictConfig:
 
 
 @torch.no_grad()
-def evaluate(method: torch.nn.Module, data: dict[str, tuple[torch.Tensor, ...]], task: str) -> dict[str, float]:
-    """Metrics on the validation and test splits (an empty split, like a toy's, has none).
+def evaluate(
+    method: torch.nn.Module,
+    data: dict[str, tuple[torch.Tensor, ...]],
+    task: str,
+    splits: tuple[str, ...] = ("val", "test"),
+) -> dict[str, float]:
+    """Metrics on `splits` (an empty split, like a toy's, has none); the last evaluation of a run adds the
+    training split (SDE-BNN Table 4 reports training-set accuracy and NLL).
 
     Classification: accuracy, NLL and ECE of `method.predict(x)` (predictive probabilities [N, C]).
     Regression: RMSE of the predictive mean, the mean over `method.predict(x)`'s samples [S, N, D]."""
     method.eval()
     values = {}
-    for split in ("val", "test"):
+    for split in splits:
         x, y = data[split]
         if len(x) == 0:
             continue
@@ -82,7 +88,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     num_train = len(x_train)
     method = build_method(cfg, splits.spec(cfg.dataset.task))
     shuffle = torch.Generator().manual_seed(cfg.seed)
-    start_epoch, history, seconds = 0, [], 0.0
+    start_epoch, history, timing, seconds = 0, [], [], 0.0
 
     state = run.load_resume(digest)
     if state is not None:
@@ -94,13 +100,14 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
         shuffle.set_state(state["shuffle_rng"])
-        start_epoch, history, seconds = state["epoch"], state["history"], state["seconds"]
+        start_epoch, history, timing, seconds = state["epoch"], state["history"], state["timing"], state["seconds"]
         log.info("resumed %s from epoch %d", run.path, start_epoch)
 
     epochs = cfg.train.epochs
     for epoch in range(start_epoch + 1, epochs + 1):
         started = time.perf_counter()
         method.train()
+        loss_sum = 0.0
         try:
             for batch in torch.randperm(num_train, generator=shuffle).split(cfg.train.batch_size):
                 method.adapt_architecture(optimizer)
@@ -111,6 +118,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
+                loss_sum += loss.item() * len(batch)
                 # torchsde's Brownian intervals are reference cycles holding their noise: free them each step
                 gc.collect(1)
         except DivergedError as err:
@@ -119,12 +127,14 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                 f"Lower optim.lr (now {cfg.optim.lr}) or check the data"
             ) from None
         seconds += time.perf_counter() - started
+        timing.append({"epoch": epoch, "train_seconds": seconds, "peak_memory_mib": peak_memory_mib(device)})
         if epoch % cfg.train.eval_every == 0 or epoch == epochs:
             method.adapt_architecture(optimizer)
+            splits_now = ("train", "val", "test") if epoch == epochs else ("val", "test")
             record = {
                 "epoch": epoch,
-                "train_loss": loss.item(),
-                **evaluate(method, data, cfg.dataset.task),
+                "train_loss": loss_sum / num_train,  # the epoch's mean training loss per datum (negative ELBO / N)
+                **evaluate(method, data, cfg.dataset.task, splits_now),
                 **method.diagnostics(),
             }
             history.append(record)
@@ -140,6 +150,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                     "config_digest": digest,
                     "epoch": epoch,
                     "history": history,
+                    "timing": timing,
                     "seconds": seconds,
                     "model": method.state_dict(),
                     "optimizer": optimizer.state_dict(),
@@ -150,7 +161,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
 
     metrics = summarise(history, cfg.train.select_by)
     result = {
-        "metrics": metrics, "history": history, "train_seconds": seconds, "epochs": epochs,
+        "metrics": metrics, "history": history, "timing": timing, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path),
         "ran_on": {"host": platform.node(), "device": str(device), "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
     }  # fmt: skip
