@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -34,6 +35,10 @@ class ArtifactContext:
     def run_configs(self) -> dict[str, dict]:
         """The resolved training config of each run (its config.yaml), keyed by run id."""
         return {run_id: yaml.safe_load(path.read_text()) for run_id, path in self._by_run().items()}
+
+    def run_results(self) -> dict[str, dict]:
+        """The training result of each run (its metrics.json: metrics, evaluation history, per-epoch timing)."""
+        return {run_id: json.loads(path.read_text()) for run_id, path in self._by_run().items()}
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
