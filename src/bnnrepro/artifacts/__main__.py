@@ -29,8 +29,7 @@ def main() -> None:
     if implementation.output == "figure":
         save_figure(result, *args.outputs)
     else:
-        standin = bool(context.metrics["standin"].any()) if args.metrics else False
-        save_table(compare_with_published(args.artifact_id, result, standin), *args.outputs)
+        save_table(compare_with_published(args.artifact_id, result, context.uses_standin()), *args.outputs)
 
 
 if __name__ == "__main__":

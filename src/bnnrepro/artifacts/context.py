@@ -24,6 +24,13 @@ class ArtifactContext:
         """Each run file keyed by its run's id ('sdebnn/sdebnn_toy/lr=0.001/seed=0')."""
         return {"/".join(str(p).split("/runs/", 1)[1].split("/")[:4]): p for p in self.run_files}
 
+    def uses_standin(self) -> bool:
+        """Whether any run behind this artifact trained on a stand-in dataset (its metrics.json says so)."""
+        if self.metrics_file is not None:
+            return bool(self.metrics["standin"].any())
+        folders = {str(path).split("/runs/", 1)[0] + "/runs/" + run_id for run_id, path in self._by_run().items()}
+        return any(json.loads((Path(folder) / "metrics.json").read_text())["standin"] for folder in folders)
+
     def run_arrays(self) -> dict[str, dict[str, np.ndarray]]:
         """The arrays of each run's .npz file (an evaluation), keyed by run id."""
         arrays = {}
