@@ -33,12 +33,14 @@ if TYPE_CHECKING:
 
 METHODS = ("euler", "milstein", "srk")
 CLOCK_TOLERANCE = 1e-4
+PAIRED_PATH_RESOLUTION = 1e-6  # the dyadic tree locates query times to this precision (torchsde's `tol`)
 
 
 @dataclass(frozen=True)
 class SolverSettings:
     """How to integrate over t in [0, 1]: `num_steps` fixed steps of 1/num_steps (Table 2: 10 for 1D, 20 for
-    images), or, with `adaptive`, step doubling from dt = 1/num_steps within rtol/atol."""
+    images), or, with `adaptive`, step doubling from dt = 1/num_steps within rtol/atol (with `adjoint`, in the
+    forward and the reverse solve alike)."""
 
     method: str = "euler"
     num_steps: int = 20
@@ -46,6 +48,7 @@ class SolverSettings:
     rtol: float = 1e-3
     atol: float = 1e-3
     adjoint: bool = False
+    paired_paths: bool = False  # the Brownian path a function of the entropy alone (`brownian_motion`)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -62,7 +65,16 @@ def brownian_motion(
     sde: AugmentedWeightSDE, y0: torch.Tensor, settings: SolverSettings, entropy: int | None = None
 ) -> torchsde.BrownianInterval:
     """The weights' Brownian motion B_t on [0, 1], [num_samples, num_weights]; the same `entropy` gives the same
-    path (for paired comparisons, e.g. adjoint vs backprop, or one estimator against another)."""
+    path (for paired comparisons, e.g. adjoint vs backprop, or one estimator against another). Without one, the
+    entropy is drawn from torch's generator, so that `torch.manual_seed` fixes the paths (torchsde would draw it
+    from NumPy's global generator, which nothing seeds: a run's seed would not give the same numbers)."""
+    if entropy is None:
+        entropy = int(torch.randint(2**31 - 1, ()))
+    # By default the interval tree is built for this step size (torchsde issue #109: much faster) and split where
+    # the solver queries it, so the same entropy gives another path on another time grid. `paired_paths` samples
+    # on torchsde's dyadic tree instead, where the path depends on the entropy alone: solves with other step sizes
+    # or tolerances see the same path (test-time solver sweeps, P1 Figs. 6a, 11, 12).
+    tree = {"halfway_tree": True, "tol": PAIRED_PATH_RESOLUTION} if settings.paired_paths else {"dt": settings.dt}
     return torchsde.BrownianInterval(
         t0=0.0,
         t1=1.0,
@@ -70,7 +82,7 @@ def brownian_motion(
         dtype=y0.dtype,
         device=y0.device,
         entropy=entropy,
-        dt=settings.dt,  # builds the interval tree for this step size (torchsde issue #109: much faster)
+        **tree,
         levy_area_approximation="space-time" if settings.method == "srk" else "none",
     )
 
@@ -128,6 +140,8 @@ def integrate(
         solve = torchsde.sdeint_adjoint if settings.adjoint else torchsde.sdeint
         ts = torch.tensor([0.0, 1.0], dtype=y0.dtype, device=y0.device)
         options = {"adaptive": settings.adaptive, "rtol": settings.rtol, "atol": settings.atol}
+        if settings.adjoint:  # adaptive steps in the reverse (adjoint) solve as well (P1 Fig. 14: "both modes")
+            options |= {f"adjoint_{key}": value for key, value in options.items()}
         padded = ZeroPaddedBrownian(bm, y0.shape[1])
         y1 = solve(sde, y0, ts, bm=padded, method=settings.method, dt=settings.dt, **options)[-1]
     else:

@@ -21,6 +21,7 @@ from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_pre
 from bnnrepro.methods.image_classifiers import image_network
 from bnnrepro.models.weight_sde import (
     SDEBNN,
+    AugmentedWeightSDE,
     HiddenDynamics,
     MLPHiddenDynamics,
     RegressionLikelihood,
@@ -89,7 +90,13 @@ class ContinuousDepthMethod(FixedArchitectureMethod):
         return outputs.softmax(-1).mean(0) if self.task == "classification" else outputs
 
     def diagnostics(self) -> dict[str, float]:
-        return {} if self.likelihood is None else {"likelihood_scale": float(self.likelihood.log_scale.exp())}
+        """The regression likelihood's learned scale; for SDE-BNNs, `train_nfe`: the drift evaluations of all
+        weight SDEs in training so far (forward and adjoint solves; the solvers' cost, P1 Figs. 14, 15)."""
+        values = {} if self.likelihood is None else {"likelihood_scale": float(self.likelihood.log_scale.exp())}
+        counters = [m.training_evaluations for m in self.network.modules() if isinstance(m, AugmentedWeightSDE)]
+        if counters:
+            values["train_nfe"] = float(sum(int(c) for c in counters))
+        return values
 
     def hidden_paths(self, x: torch.Tensor, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(times [T], full hidden state h(t) [T, S, B, dim]) including the augmented dimensions."""

@@ -228,6 +228,9 @@ class AugmentedWeightSDE(nn.Module):
         if kl_estimator not in KL_ESTIMATORS:
             raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {kl_estimator!r}")
         self.posterior, self.dynamics, self.kl_estimator = posterior, dynamics, kl_estimator
+        # drift evaluations in training mode (forward solves, and the adjoint's reverse solves): the NFE, the
+        # solvers' cost axis (spec §4); a buffer, so that a resumed run keeps counting
+        self.register_buffer("training_evaluations", torch.zeros((), dtype=torch.long))
 
     @property
     def num_weights(self) -> int:
@@ -244,6 +247,8 @@ class AugmentedWeightSDE(nn.Module):
 
     def f(self, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Drift [f_q, f_h, 1/2 ||u||^2, 1] of the augmented state."""
+        if self.training:
+            self.training_evaluations += 1
         state = self.split(y)
         drift_w, u = self.posterior.drift_and_control(t, state.w)
         h = state.h.view(y.shape[0], -1, *self.dynamics.state_shape)
