@@ -25,6 +25,7 @@ REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "u
     "sdebnn/fig5", "sdebnn/fig13", "sdebnn/fig14", "sdebnn/fig15",
     "sdebnn/table1", "sdebnn/table2", "sdebnn/table3", "sdebnn/table4", "sdebnn/table5",
     "sdebnn_ws/fig1", "sdebnn_ws/fig2", "sdebnn_ws/fig3", "sdebnn_ws/fig4",
+    "repulsive/fig1", "repulsive/fig2", "repulsive/fig3", "repulsive/figF.1",
 }  # fmt: skip
 
 

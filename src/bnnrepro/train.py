@@ -45,8 +45,8 @@ def evaluate(
     task: str,
     splits: tuple[str, ...] = ("val", "test"),
 ) -> dict[str, float]:
-    """Metrics on `splits` (an empty split, like a toy's, has none); the last evaluation of a run adds the
-    training split (SDE-BNN Table 4 reports training-set accuracy and NLL).
+    """Metrics on `splits` (an empty split, like a toy's, or one without targets has none); the last evaluation
+    of a run adds the training split (SDE-BNN Table 4 reports training-set accuracy and NLL).
 
     Classification: accuracy, NLL and ECE of `method.predict(x)` (predictive probabilities [N, C]).
     Regression: RMSE of the predictive mean, the mean over `method.predict(x)`'s samples [S, N, D]."""
@@ -54,7 +54,7 @@ def evaluate(
     values = {}
     for split in splits:
         x, y = data[split]
-        if len(x) == 0:
+        if len(x) == 0 or y.numel() == 0:  # no inputs, or no targets (a sampling target's exact samples)
             continue
         if task == "classification":
             probs = method.predict(x)

@@ -79,7 +79,7 @@ def fsvgd_direction(
     return pull_back(function_direction.view_as(outputs))
 
 
-def _unflatten(model: nn.Module) -> Callable[[torch.Tensor], dict[str, torch.Tensor]]:
+def unflatten_parameters(model: nn.Module) -> Callable[[torch.Tensor], dict[str, torch.Tensor]]:
     """A flat parameter vector [d] -> {name: tensor} in the layout of `parameters_to_vector(model.parameters())`."""
     named = list(model.named_parameters())
     sizes = [p.numel() for _, p in named]
@@ -92,7 +92,7 @@ def _unflatten(model: nn.Module) -> Callable[[torch.Tensor], dict[str, torch.Ten
 
 def ensemble_forward(model: nn.Module, particles: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
     """f(inputs; w_i) for every particle w_i (a row of [n, d]): [n, m, out], one batched forward of `model`."""
-    unflatten = _unflatten(model)
+    unflatten = unflatten_parameters(model)
     return vmap(lambda w: functional_call(model, unflatten(w), (inputs,)))(particles)
 
 
@@ -116,7 +116,7 @@ def log_posterior_grads(
     log p(w | D) = num_train * mean_b log p(y_b | f(x_b; w)) - ||w||^2 / (2 prior_variance) + const: the minibatch
     likelihood rescaled to the training set (§4) and the Gaussian prior N(0, prior_variance I).
     """
-    unflatten = _unflatten(model)
+    unflatten = unflatten_parameters(model)
 
     def log_posterior(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         outputs = functional_call(model, unflatten(w), (inputs,))

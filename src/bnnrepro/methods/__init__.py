@@ -31,6 +31,8 @@ METHOD_MODULES = {
     "deep_ensemble": "bnnrepro.methods.toy_baselines",
     "mfvi": "bnnrepro.methods.toy_baselines",
     "latent_sde": "bnnrepro.methods.latent_sde",
+    "repulsive_ensemble": "bnnrepro.methods.repulsive_ensembles",
+    "hmc": "bnnrepro.methods.hmc",
 }
 
 

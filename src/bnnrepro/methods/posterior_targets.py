@@ -1,0 +1,313 @@
+"""The distributions that the repulsive ensembles and their HMC reference sample (D'Angelo & Fortuin 2021), and
+what a set of samples of them shows in the figures.
+
+Two kinds of target, both over vectors stacked as rows [n, d] ("particles" of an ensemble, or HMC draws):
+  * `NetworkPosterior`: the weight posterior of an MLP, p(w | D) ∝ prod_b p(y_b | f(x_b; w)) N(w; 0, prior_variance I)
+    (repulsive.md §1.0; the prior variance is a variance, not the authors' code's standard deviation, §7.6), for
+    the 1D regression of Fig. 1 and the 2D classification of Fig. 3. Scores come from the inference library's one
+    vmapped forward (bnnrepro.inference.repulsive), in weight space and, through each particle's Jacobian, in
+    function space (eq. 5).
+  * `SamplingTarget`: an explicit 2D density, the single Gaussian of Fig. 2 or Neal's funnel of Fig. F.1. Such a
+    target has no x/y data. Its run reads a dataset file (bnnrepro.data.sampling_targets) whose training inputs are
+    the particles' starting points (the authors' notebook's initialisation) and whose test inputs are exact samples
+    of the target (the reference for the figures and the MMD); the density is the log density named by the dataset.
+    The particles are the samples, the "loss" is the mean negative log density of the particles, and an epoch is
+    one update of all particles (the loop's batches only count steps: the particles are the method's state).
+
+`WeightSamples` is what the particle methods and HMC share: predictions, figure arrays and diagnostics from a set
+of samples of a target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+from torch import nn
+from torch.func import functional_call, vmap
+
+from bnnrepro.data.classification_2d import input_grid
+from bnnrepro.data.registry import load_splits
+from bnnrepro.data.sampling_targets import funnel_log_density, gaussian_log_density
+from bnnrepro.data.spec import DataSpec, Splits
+from bnnrepro.inference.kernels import rbf_kernel
+from bnnrepro.inference.repulsive import (
+    LogLikelihood,
+    PullBack,
+    ensemble_forward,
+    ensemble_vjp,
+    function_space_scores,
+    log_posterior_grads,
+    sample_prior_outputs,
+    unflatten_parameters,
+)
+from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_predictive_arrays
+from bnnrepro.metrics import predictive_entropy
+
+FIGURE_ARRAYS = "posterior_arrays"
+"""The evaluation every run of the study makes for its figure: predictive samples on the 1D grid (regression),
+the predictive-entropy map (classification) or the particles and the target's reference samples (sampling)."""
+
+SAMPLING_DENSITIES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "gaussian_target": gaussian_log_density,
+    "funnel_target": funnel_log_density,
+}
+"""log p(x) [...] of points x [..., 2] of each sampling dataset (config/datasets.yaml)."""
+
+MMD_BANDWIDTH = 0.5
+"""h of the RBF kernel exp(-|x - y|^2 / h) of the MMD to the target: the authors' notebook tracks the MMD with its
+fixed `RBF(0.5)`, i.e. exp(-2 |x - y|^2) (repulsive.md §3, Fig. F.1)."""
+
+PREDICT_CHUNK = 32
+"""Members per batched forward when averaging class probabilities (bounds memory on the 300 x 300 entropy grid)."""
+
+
+def gaussian_log_likelihood(std: float) -> LogLikelihood:
+    """log N(y | f, std^2 I) of each example, summed over output dimensions (regression, §4)."""
+
+    def log_likelihood(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return (-0.5 * ((targets - outputs) / std).square() - math.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
+
+    return log_likelihood
+
+
+def categorical_log_likelihood(outputs_are_probabilities: bool) -> LogLikelihood:
+    """log p(y | f) of a categorical likelihood on logits f, or on probabilities f (then clamped at the smallest
+    normal number, so that a vanishing probability gives a large finite score, not an infinite one)."""
+
+    def log_likelihood(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if outputs_are_probabilities:
+            picked = outputs.gather(-1, targets[:, None]).squeeze(-1)
+            return picked.clamp_min(torch.finfo(outputs.dtype).tiny).log()
+        return outputs.log_softmax(-1).gather(-1, targets[:, None]).squeeze(-1)
+
+    return log_likelihood
+
+
+def relu_mlp(num_features: int, hidden_widths: Sequence[int], num_outputs: int) -> nn.Sequential:
+    """A fully connected ReLU network (the authors' toy MLPs: 1-10-10-1 and 2-10-10-5, repulsive.md §4)."""
+    widths = [num_features, *hidden_widths]
+    layers: list[nn.Module] = []
+    for fan_in, fan_out in pairwise(widths):
+        layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(widths[-1], num_outputs))
+
+
+def maximum_mean_discrepancy(x: torch.Tensor, y: torch.Tensor, bandwidth: float = MMD_BANDWIDTH) -> float:
+    """MMD between the samples x [n, d] and y [m, d] under the RBF kernel: the square root of the biased
+    (V-statistic) estimate mean k(x, x') + mean k(y, y') - 2 mean k(x, y)."""
+    squared = rbf_kernel(x, x, bandwidth).mean() + rbf_kernel(y, y, bandwidth).mean()
+    return float((squared - 2 * rbf_kernel(x, y, bandwidth).mean()).clamp_min(0).sqrt())
+
+
+class NetworkPosterior(nn.Module):
+    """The weight posterior of `network` (its own weights are never used: the samples replace them).
+
+    task: "regression" (outputs are the predictive mean, Gaussian likelihood) or "classification" (outputs are
+    logits, or class probabilities when the network ends in a softmax: the function values fWGD/f-SVGD repel,
+    repulsive.md §7.8; `entropy_grid` is the side of the figure's entropy mesh)."""
+
+    def __init__(
+        self,
+        network: nn.Module,
+        log_likelihood: LogLikelihood,
+        prior_variance: float,
+        task: str,
+        outputs_are_probabilities: bool = False,
+        entropy_grid: int = 300,
+    ):
+        super().__init__()
+        self.network = network.requires_grad_(False)
+        self.log_likelihood, self.prior_variance, self.task = log_likelihood, prior_variance, task
+        self.outputs_are_probabilities, self.entropy_grid = outputs_are_probabilities, entropy_grid
+        # the library's layout of a flat weight vector (that of parameters_to_vector) as the network's parameters
+        self.unflatten = unflatten_parameters(network)
+
+    def initial_particles(self, num_particles: int) -> torch.Tensor:
+        """Draws of the prior N(0, prior_variance I) [n, d] (the authors' toys start from N(0, 1), their prior)."""
+        dimension = sum(p.numel() for p in self.network.parameters())
+        return self.prior_variance**0.5 * torch.randn(num_particles, dimension)
+
+    def _log_density(
+        self, weights: torch.Tensor, outputs: torch.Tensor, y: torch.Tensor, num_train: int
+    ) -> torch.Tensor:
+        """log p(w_i | D) + const [n] from the outputs [n, m, out] on a batch: num_train times the batch's mean
+        log-likelihood (§4) plus the log prior."""
+        batch_log_likelihood = vmap(lambda f: self.log_likelihood(f, y).mean())(outputs)
+        return num_train * batch_log_likelihood - weights.square().sum(1) / (2 * self.prior_variance)
+
+    def log_density(self, weights: torch.Tensor, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        """log p(w_i | D) + const of each row of weights [n, d]: [n]."""
+        return self._log_density(weights, ensemble_forward(self.network, weights, x), y, num_train)
+
+    def single_log_density(self, w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        """log p(w | D) + const of one weight vector [d], as `log_density` but by a plain functional call: HMC's
+        potential, three times faster than the vmapped path for a single vector (measured)."""
+        outputs = functional_call(self.network, self.unflatten(w), (x,))
+        return num_train * self.log_likelihood(outputs, y).mean() - w.square().sum() / (2 * self.prior_variance)
+
+    def weight_scores(
+        self, weights: torch.Tensor, x: torch.Tensor, y: torch.Tensor, num_train: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """grad_w log p(w_i | D) [n, d] and the mean negative log posterior per datum (the reported loss)."""
+        grads, outputs = log_posterior_grads(
+            self.network, weights, x, y, self.log_likelihood, num_train, self.prior_variance
+        )
+        return grads, -self._log_density(weights, outputs, y, num_train).mean() / num_train
+
+    def function_scores(
+        self, weights: torch.Tensor, x: torch.Tensor, y: torch.Tensor, num_train: int
+    ) -> tuple[torch.Tensor, torch.Tensor, PullBack, torch.Tensor]:
+        """The outputs f(x_B; w_i) [n, m, out], grad_f log p(f_i | D) on them, the pull-back J_i^T of eq. (5) and the
+        reported loss. The functional prior's score is SSGE on as many fresh draws of the push-forward prior on the
+        batch as there are particles (the authors' f_WGD, repulsive.md §1.7)."""
+        outputs, pull_back = ensemble_vjp(self.network, weights, x)
+        prior_outputs = sample_prior_outputs(self.network, x, len(weights), self.prior_variance)
+        scores = function_space_scores(outputs, y, self.log_likelihood, num_train, prior_outputs)
+        return outputs, scores, pull_back, -self._log_density(weights, outputs, y, num_train).mean() / num_train
+
+    def _probabilities(self, outputs: torch.Tensor) -> torch.Tensor:
+        return outputs if self.outputs_are_probabilities else outputs.softmax(-1)
+
+    def predict(self, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Regression: every sample's function on x [n, N, 1]. Classification: the predictive (Bayesian model
+        average, eq. 1) p(y | x) = (1/n) sum_i p(y | f(x; w_i)) [N, C]."""
+        if self.task == "regression":
+            return ensemble_forward(self.network, weights, x)
+        chunks = weights.split(PREDICT_CHUNK)
+        return sum(self._probabilities(ensemble_forward(self.network, w, x)).sum(0) for w in chunks) / len(weights)
+
+    def evaluation_arrays(
+        self, method: WeightSamples, splits: Splits, untrained: WeightSamples
+    ) -> dict[str, np.ndarray]:
+        """Regression: the data and the predictive samples on the test grid, trained and as initialised (Fig. 1).
+        Classification: the training data and the predictive entropy (nats) on an entropy_grid^2 mesh over
+        [-20, 20]^2 (Fig. 3; the authors' code: 300^2), as entropy[i, j] at (x1, x2) = (grid_axis[j], grid_axis[i])."""
+        if self.task == "regression":
+            return toy_predictive_arrays(method, splits, untrained)
+        grid = input_grid(self.entropy_grid)
+        axis = np.unique(grid[:, 0])
+        entropy = predictive_entropy(method.predict(torch.as_tensor(grid))[None])
+        return {
+            "x_train": splits.x("train"),
+            "y_train": splits.y("train"),
+            "grid_axis": axis,
+            "entropy": entropy.view(len(axis), len(axis)).numpy(),
+        }
+
+    def diagnostics(self, weights: torch.Tensor) -> dict[str, float]:
+        return {}
+
+
+class SamplingTarget(nn.Module):
+    """An explicit density over points [n, d]; `start` are the particles' starting points and `reference` exact
+    samples of the target (the dataset's training and test inputs)."""
+
+    task = "sampling"
+
+    def __init__(
+        self, log_density: Callable[[torch.Tensor], torch.Tensor], start: torch.Tensor, reference: torch.Tensor
+    ):
+        super().__init__()
+        self.density = log_density
+        self.register_buffer("start", start, persistent=False)
+        self.register_buffer("reference", reference, persistent=False)
+
+    def initial_particles(self, num_particles: int) -> torch.Tensor:
+        """The dataset's starting points: their number is the dataset's `n_particles` (`num_particles` is unused)."""
+        return self.start.clone()
+
+    def log_density(self, weights: torch.Tensor, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        """log p(x_i) of each particle [n] (the batch is not used)."""
+        return self.density(weights)
+
+    def weight_scores(
+        self, weights: torch.Tensor, x: torch.Tensor, y: torch.Tensor, num_train: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """grad log p(x_i) [n, d] by autograd, and the mean negative log density of the particles."""
+        with torch.enable_grad():
+            points = weights.detach().requires_grad_()
+            log_density = self.density(points)
+            (grads,) = torch.autograd.grad(log_density.sum(), points)
+        return grads, -log_density.detach().mean()
+
+    def predict(self, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """A sampler predicts no targets: [n, N, 0] (the training loop's regression RMSE of a sampling run is NaN)."""
+        return weights.new_empty(len(weights), len(x), 0)
+
+    def evaluation_arrays(
+        self, method: WeightSamples, splits: Splits, untrained: WeightSamples
+    ) -> dict[str, np.ndarray]:
+        """The final and initial particles, the reference samples and the final MMD (Figs. 2 and F.1)."""
+        particles = method.weights().detach()
+        return {
+            "particles": particles.numpy(),
+            "initial": untrained.weights().detach().numpy(),
+            "reference": splits.x("test"),
+            "mmd": np.asarray(maximum_mean_discrepancy(particles, self.reference)),
+        }
+
+    def diagnostics(self, weights: torch.Tensor) -> dict[str, float]:
+        """MMD to the reference samples, and the errors of the particles' mean (Euclidean) and covariance
+        (Frobenius): the spec's quantitative check for Figs. 2 and F.1 (repulsive.md §3)."""
+        weights = weights.detach()
+        return {
+            "mmd": maximum_mean_discrepancy(weights, self.reference),
+            "mean_error": float((weights.mean(0) - self.reference.mean(0)).norm()),
+            "covariance_error": float((weights.T.cov() - self.reference.T.cov()).norm()),
+        }
+
+
+Target = NetworkPosterior | SamplingTarget
+
+
+def build_target(run_cfg: DictConfig, spec: DataSpec, function_space: bool = False) -> Target:
+    """The target of a run: its dataset's density for a sampling dataset, otherwise the posterior of the method
+    config's MLP (hidden_widths, prior_variance, and likelihood_std for regression; the dataset's entropy_grid for
+    classification). `function_space`: the network ends in a softmax when a function-space rule repels class
+    probabilities (function_values)."""
+    cfg = run_cfg.method
+    if spec.task == "sampling":
+        splits = load_splits(run_cfg.dataset)
+        start, reference = (torch.as_tensor(splits.x(s)) for s in ("train", "test"))
+        return SamplingTarget(SAMPLING_DENSITIES[run_cfg.dataset.name], start, reference)
+    if spec.task == "regression":
+        network = relu_mlp(spec.num_features, cfg.hidden_widths, 1)
+        return NetworkPosterior(network, gaussian_log_likelihood(cfg.likelihood_std), cfg.prior_variance, spec.task)
+    if spec.task != "classification":
+        raise ValueError(f"method {cfg.name!r} supports regression, classification and sampling, got {spec.task!r}")
+    probabilities = function_space and cfg.function_values == "probabilities"
+    network = relu_mlp(spec.num_features, cfg.hidden_widths, spec.num_classes)
+    if probabilities:
+        network.append(nn.Softmax(-1))
+    log_likelihood = categorical_log_likelihood(probabilities)
+    grid = run_cfg.dataset.entropy_grid
+    return NetworkPosterior(network, log_likelihood, cfg.prior_variance, spec.task, probabilities, grid)
+
+
+class WeightSamples(FixedArchitectureMethod):
+    """A method whose state is a set of samples [n, d] of a target (the particles of an ensemble, or HMC draws):
+    predictions, the figure arrays of evaluation FIGURE_ARRAYS and diagnostics all come from `weights()`."""
+
+    def __init__(self, target: Target):
+        super().__init__()
+        self.target = target
+
+    def weights(self) -> torch.Tensor:
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        return self.target.predict(self.weights().detach(), x)
+
+    def diagnostics(self) -> dict[str, float]:
+        return self.target.diagnostics(self.weights())
+
+    def evaluation_arrays(self, name: str, splits: Splits, untrained: nn.Module) -> dict[str, np.ndarray]:
+        if name != FIGURE_ARRAYS:
+            raise KeyError(f"unknown evaluation {name!r} for {type(self).__name__}; known: {FIGURE_ARRAYS}")
+        return self.target.evaluation_arrays(self, splits, untrained)

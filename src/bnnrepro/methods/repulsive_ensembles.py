@@ -1,0 +1,109 @@
+"""Repulsive deep ensembles (D'Angelo & Fortuin 2021) as training-loop methods: n particles [n, d] of a target
+(bnnrepro.methods.posterior_targets) moved by one update rule of the inference library.
+
+Rules (config `rule`, with `estimator` kde | sge | ssge for the Wasserstein ones):
+  de     eq. (2), independent MAP ascent (deep ensemble)         wgd    eqs. (13)-(17), kde/sge/ssge-WGD
+  svgd   eq. (6), weight-space SVGD                              fwgd   eqs. (5), (18)-(20), kde/sge/ssge-fWGD
+  fsvgd  eq. (7), function-space SVGD (on a training minibatch, §1.7)
+
+Driving the update from the training loop: the update w_i <- w_i + eps_t phi(w_i) of eq. (2) is not the gradient
+of a loss (the repulsion is not, and neither is SVGD's kernel-averaged drive). `loss` therefore returns a surrogate
+(`surrogate_loss`) whose gradient with respect to the stacked particles is exactly -phi and whose value is the
+particles' mean negative log target (per datum for a posterior), so that the loop's backward pass and Adam step
+apply the paper's update through Adam, as the authors' code does (`W.grad = -phi; optimizer.step()`; the paper
+states no step size, repulsive.md §1.0, §4, §7.4). A non-finite direction makes the loss NaN, which stops the run.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from omegaconf import DictConfig
+from torch import nn
+
+from bnnrepro.data.spec import DataSpec
+from bnnrepro.inference.repulsive import (
+    deep_ensemble_direction,
+    fsvgd_direction,
+    fwgd_direction,
+    svgd_direction,
+    wgd_direction,
+)
+from bnnrepro.inference.score_estimators import ScoreEstimator, kde_score, sge_score, ssge_score
+from bnnrepro.methods.posterior_targets import NetworkPosterior, Target, WeightSamples, build_target
+
+WEIGHT_SPACE_RULES = ("de", "wgd", "svgd")
+FUNCTION_SPACE_RULES = ("fwgd", "fsvgd")
+
+
+def surrogate_loss(parameters: torch.Tensor, direction: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """A scalar whose value is `value` and whose gradient w.r.t. `parameters` is -direction: value + (s - stop(s))
+    with s = -<stop(direction), parameters> (the bracket is exactly 0, however large s is). Gradient descent on it
+    moves the parameters along `direction`."""
+    inner = -(direction.detach() * parameters).sum()
+    return value.detach() + (inner - inner.detach())
+
+
+def score_estimator(name: str, ridge: float, num_eigenfunctions: int | None) -> ScoreEstimator:
+    """The estimator of grad log rho of the particles' own density: KDE (eq. 14), SGE (eq. 16, ridge eta) or SSGE
+    (eq. 17, ridge eta and J = num_eigenfunctions eigenpairs, None for all)."""
+    estimators = {
+        "kde": kde_score,
+        "sge": functools.partial(sge_score, ridge=ridge),
+        "ssge": functools.partial(ssge_score, ridge=ridge, num_eigenfunctions=num_eigenfunctions),
+    }
+    if name not in estimators:
+        raise ValueError(f"unknown score estimator {name!r}; known: {', '.join(estimators)}")
+    return estimators[name]
+
+
+class ParticleEnsemble(WeightSamples):
+    """n particles of `target`, the only trainable parameter, updated by `rule` (`estimator` for wgd/fwgd)."""
+
+    def __init__(self, target: Target, particles: torch.Tensor, rule: str, estimator: ScoreEstimator | None = None):
+        super().__init__(target)
+        if rule not in WEIGHT_SPACE_RULES + FUNCTION_SPACE_RULES:
+            raise ValueError(f"unknown rule {rule!r}; known: {', '.join(WEIGHT_SPACE_RULES + FUNCTION_SPACE_RULES)}")
+        if (estimator is None) == (rule in ("wgd", "fwgd")):
+            raise ValueError(f"rule {rule!r} {'needs' if estimator is None else 'takes no'} score estimator")
+        self.particles = nn.Parameter(particles)
+        self.rule, self.estimator = rule, estimator
+
+    def weights(self) -> torch.Tensor:
+        return self.particles
+
+    def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
+        return [{"params": [self.particles], "lr": lr}]
+
+    def direction(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ascent direction phi [n, d] of every particle on the batch, and the reported loss."""
+        particles = self.particles.detach()
+        if self.rule in FUNCTION_SPACE_RULES:
+            outputs, scores, pull_back, value = self.target.function_scores(particles, x, y, num_train)
+            if self.rule == "fwgd":
+                return fwgd_direction(outputs, scores, pull_back, self.estimator), value
+            return fsvgd_direction(outputs, scores, pull_back), value
+        grads, value = self.target.weight_scores(particles, x, y, num_train)
+        if self.rule == "wgd":
+            return wgd_direction(particles, grads, self.estimator), value
+        if self.rule == "svgd":
+            return svgd_direction(particles, grads), value
+        return deep_ensemble_direction(grads), value
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        """The surrogate of the update (module docstring): its gradient w.r.t. the particles is -phi."""
+        direction, value = self.direction(x, y, num_train)
+        return surrogate_loss(self.particles, direction, value)
+
+
+def build(run_cfg: DictConfig, spec: DataSpec) -> ParticleEnsemble:
+    """The ensemble of config/train/method/<name>.yaml on the run's data (see posterior_targets.build_target)."""
+    cfg = run_cfg.method
+    target = build_target(run_cfg, spec, function_space=cfg.rule in FUNCTION_SPACE_RULES)
+    if cfg.rule in FUNCTION_SPACE_RULES and not isinstance(target, NetworkPosterior):
+        raise ValueError(f"rule {cfg.rule!r} needs a network: a sampling target has no function space")
+    estimator = None
+    if cfg.rule in ("wgd", "fwgd"):
+        estimator = score_estimator(cfg.estimator, cfg.ridge, cfg.num_eigenfunctions)
+    return ParticleEnsemble(target, target.initial_particles(cfg.num_particles), cfg.rule, estimator)
