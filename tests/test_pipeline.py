@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "udn/fig6"} | {
     "sdebnn/fig1", "sdebnn/fig2", "sdebnn/fig3", "sdebnn/fig4", "sdebnn/fig8", "sdebnn/fig10",
     "sdebnn/fig5", "sdebnn/fig13", "sdebnn/fig14", "sdebnn/fig15",
+    "sdebnn/fig6a", "sdebnn/fig6b", "sdebnn/fig7", "sdebnn/fig9", "sdebnn/fig11", "sdebnn/fig12",
     "sdebnn/table1", "sdebnn/table2", "sdebnn/table3", "sdebnn/table4", "sdebnn/table5",
     "sdebnn_ws/fig1", "sdebnn_ws/fig2", "sdebnn_ws/fig3", "sdebnn_ws/fig4",
     "repulsive/fig1", "repulsive/fig2", "repulsive/fig3", "repulsive/figF.1",

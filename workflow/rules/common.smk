@@ -13,7 +13,9 @@ from snakemake.utils import validate
 
 from bnnrepro.artifacts.registry import CATALOG, implementations
 from bnnrepro.data.registry import dataset, downloads
+from bnnrepro.evaluation import declared_evaluations, evaluation_modules, evaluations_file, extra_data_files
 from bnnrepro.methods import METHOD_MODULES, config_method_name
+from bnnrepro.paths import project_root
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import StudyError, available_studies, load_study
@@ -85,10 +87,26 @@ def train_code(wildcards):
 
 
 def evaluation_code(wildcards):
-    """Source files an evaluation job runs: the evaluation entry point and the run's method."""
+    """Source files an evaluation job runs (the entry point, the run's method, the evaluation's own module), and
+    config/evaluations.yaml, which holds the evaluations' settings."""
     study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
-    return source_files("bnnrepro.evaluation", METHOD_MODULES[config_method_name(method)])
+    modules = ["bnnrepro.evaluation", METHOD_MODULES[config_method_name(method)]]
+    return source_files(*modules, *evaluation_modules(wildcards.evaluation)) + [
+        str(evaluations_file().relative_to(project_root()))
+    ]
+
+
+def evaluation_data(wildcards):
+    """The prepared files of the datasets an evaluation reads besides its run's (config/evaluations.yaml `data`):
+    a download's offline stand-in below the `paper` scale, the real data at `paper`."""
+    return list(extra_data_files(wildcards.evaluation, wildcards.scale).values())
+
+
+def evaluation_data_arguments(wildcards):
+    """`--data DATASET=FILE` for each of those datasets, shell-quoted."""
+    files = extra_data_files(wildcards.evaluation, wildcards.scale)
+    return " ".join(f"--data {shlex.quote(f'{name}={path}')}" for name, path in files.items())
 
 
 def data_code(wildcards):
@@ -161,6 +179,12 @@ def training_gpus(wildcards):
     return TRAINING_GPUS
 
 
+def evaluation_gpus(wildcards):
+    """The declared evaluations (config/evaluations.yaml) compute on the run's device, as its training did; the
+    methods' own evaluations on the CPU."""
+    return TRAINING_GPUS if wildcards.evaluation in declared_evaluations() else 0
+
+
 def artifact_inputs(wildcards):
     study, implementation = ARTIFACTS[wildcards.stem]
     code = source_files("bnnrepro.artifacts.__main__", implementation.draw.__module__)
@@ -175,10 +199,13 @@ def artifact_inputs(wildcards):
 
 
 def artifact_run_files(study, implementation):
-    """The file an artifact draws from each run of its study whose method it names (e.g. config.yaml, or
-    eval/<evaluation>.npz, which rule `evaluate` makes)."""
+    """The file an artifact draws from each run of its study whose method it names, on the datasets it names if
+    any (e.g. config.yaml, or eval/<evaluation>.npz, which rule `evaluate` makes)."""
     return [
-        f"{run.folder}/{implementation.run_file}" for run in study.runs(SCALE) if run.method in implementation.methods
+        f"{run.folder}/{implementation.run_file}"
+        for run in study.runs(SCALE)
+        if run.method in implementation.methods
+        and (not implementation.datasets or run.dataset in implementation.datasets)
     ]
 
 

@@ -1,5 +1,6 @@
-# Evaluation: arrays that a figure needs beyond the metrics (predictive samples, hidden-state paths),
-# computed from a finished run's checkpoint, one job per (run, evaluation).
+# Evaluation: arrays that a figure needs beyond the metrics (predictive samples, hidden-state paths, metrics under
+# other solvers or on shifted data), computed from a finished run's checkpoint, one job per (run, evaluation).
+# An evaluation declared in config/evaluations.yaml also reads the datasets it names there (e.g. CIFAR-10-C).
 
 
 rule evaluate:
@@ -7,6 +8,7 @@ rule evaluate:
         checkpoint="results/{scale}/{study}/runs/{run}/checkpoint.pt",
         config="results/{scale}/{study}/runs/{run}/config.yaml",
         data=run_data,
+        extra_data=evaluation_data,
         code=evaluation_code,
     output:
         "results/{scale}/{study}/runs/{run}/eval/{evaluation}.npz",
@@ -17,6 +19,11 @@ rule evaluate:
         evaluation="[a-z0-9_]+",
     conda:
         "../../environment.yml"
+    threads: config["threads_per_job"]
+    resources:
+        gpu=evaluation_gpus,
+    params:
+        data=evaluation_data_arguments,
     shell:
         "python -m bnnrepro.evaluation 'results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}' "
-        "{wildcards.evaluation} '{output}' > '{log}' 2>&1"
+        "{wildcards.evaluation} '{output}' {params.data} > '{log}' 2>&1"

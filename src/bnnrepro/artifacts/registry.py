@@ -39,9 +39,10 @@ class Implementation:
     """How we draw one artifact.
 
     uses: "metrics" (the study's aggregated runs), "data" (dataset files, listed by `data_files`),
-    "runs" (the file `run_file` in the run folder of each of the study's runs of `methods`: a training
-    output such as "config.yaml", or "eval/<name>.npz", which `python -m bnnrepro.evaluation` makes from
-    the run's checkpoint) or "nothing" (analytic: computed from formulas alone). `note` says how our
+    "runs" (the file `run_file` in the run folder of each of the study's runs of `methods`, on `datasets`
+    if given: a training output such as "config.yaml", or "eval/<name>.npz", which
+    `python -m bnnrepro.evaluation` makes from the run's checkpoint) or "nothing" (analytic: computed from
+    formulas alone). `note` says how our
     version differs in size or setting from the paper's, per scale.
     """
 
@@ -53,6 +54,7 @@ class Implementation:
     note: Callable[[str], str]
     run_file: str | None = None
     methods: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()  # uses="runs": only the runs on these datasets (all when empty)
 
     @property
     def stem(self) -> str:
@@ -63,13 +65,15 @@ class Implementation:
 _REGISTERED: dict[str, Implementation] = {}
 
 
-def _register(output: str, artifact_id: str, uses: str, data_files, note, run_file, methods) -> Callable:
+def _register(output: str, artifact_id: str, uses: str, data_files, note, run_file, methods, datasets) -> Callable:
     if uses not in ("metrics", "data", "runs", "nothing"):
         raise ValueError(f"{artifact_id}: uses must be metrics, data, runs or nothing, got {uses!r}")
     if (uses == "data") != (data_files is not None):
         raise ValueError(f"{artifact_id}: give data_files exactly when uses='data'")
     if (uses == "runs") != bool(run_file and methods):
         raise ValueError(f"{artifact_id}: give run_file and methods exactly when uses='runs'")
+    if datasets and uses != "runs":
+        raise ValueError(f"{artifact_id}: datasets select runs; give them only when uses='runs'")
     catalog_entry(artifact_id)
 
     def decorate(draw: Callable) -> Callable:
@@ -77,21 +81,25 @@ def _register(output: str, artifact_id: str, uses: str, data_files, note, run_fi
             raise ValueError(f"{artifact_id} is drawn by two functions")
         notes = note if callable(note) else (lambda scale: note)
         _REGISTERED[artifact_id] = Implementation(
-            artifact_id, output, draw, uses, data_files, notes, run_file, tuple(methods)
+            artifact_id, output, draw, uses, data_files, notes, run_file, tuple(methods), tuple(datasets)
         )
         return draw
 
     return decorate
 
 
-def figure(artifact_id: str, uses: str = "metrics", data_files=None, note="", run_file=None, methods=()) -> Callable:
+def figure(
+    artifact_id: str, uses: str = "metrics", data_files=None, note="", run_file=None, methods=(), datasets=()
+) -> Callable:
     """Register `draw(context) -> matplotlib Figure` for a figure artifact."""
-    return _register("figure", artifact_id, uses, data_files, note, run_file, methods)
+    return _register("figure", artifact_id, uses, data_files, note, run_file, methods, datasets)
 
 
-def table(artifact_id: str, uses: str = "metrics", data_files=None, note="", run_file=None, methods=()) -> Callable:
+def table(
+    artifact_id: str, uses: str = "metrics", data_files=None, note="", run_file=None, methods=(), datasets=()
+) -> Callable:
     """Register `draw(context) -> DataFrame[row, column, ours, ours_error, n_runs]` for a table artifact."""
-    return _register("table", artifact_id, uses, data_files, note, run_file, methods)
+    return _register("table", artifact_id, uses, data_files, note, run_file, methods, datasets)
 
 
 @cache
