@@ -245,6 +245,7 @@ def result_files():
             *(f"results/{SCALE}/{study}/metrics.csv" for study in STUDIES),
             *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files(SCALE)),
             *(f for study, impl in ARTIFACTS.values() if impl.uses == "runs" for f in artifact_run_files(study, impl)),
+            *evaluation_extra_data(),
             *artifact_files("figure"),
             *artifact_files("table"),
             f"results/{SCALE}/report_manifest.json",
@@ -252,6 +253,12 @@ def result_files():
             "reports/report.typ",
         }
     )
+
+
+def evaluation_extra_data():
+    """The extra datasets (config/evaluations.yaml `data`) of the evaluations that artifacts draw from."""
+    names = {Path(impl.run_file).stem for _, impl in ARTIFACTS.values() if impl.uses == "runs"}
+    return [f for name in names for f in extra_data_files(name, SCALE).values()]
 
 
 def artifact_stems(kind):
