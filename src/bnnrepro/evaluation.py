@@ -75,13 +75,14 @@ def extra_data_files(name: str, scale: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class EvaluationInputs:
     """What a declared evaluation reads besides its run: its settings at the run's scale, the prepared files of its
-    extra datasets, the run's seed (which fixes the evaluation's randomness) and its device setting (auto, cpu,
-    cuda: `bnnrepro.device.resolve_device`)."""
+    extra datasets, the run's seed (which fixes the evaluation's randomness), its device setting (auto, cpu,
+    cuda: `bnnrepro.device.resolve_device`) and the run's dataset config (name, preprocessing)."""
 
     settings: Mapping = field(default_factory=dict)
     data_files: Mapping[str, Path] = field(default_factory=dict)
     seed: int = 0
     device: str = "cpu"
+    run_dataset: Mapping = field(default_factory=dict)
 
     def dataset(self, name: str, **options) -> Splits:
         """Extra dataset `name` as its loader makes it: config/train/dataset/<name>.yaml composed with the file's
@@ -121,7 +122,8 @@ def evaluation_inputs(name: str, cfg: DictConfig, data: Mapping[str, Path]) -> E
     if scale not in declared.settings:
         raise KeyError(f"config/evaluations.yaml: evaluation {name!r} has no settings for scale {scale!r}")
     files = {key: Path(value) for key, value in data.items()}
-    return EvaluationInputs(declared.settings[scale], files, int(cfg.seed), cfg.device)
+    run_dataset = OmegaConf.to_container(cfg.dataset, resolve=True) if "dataset" in cfg else {}
+    return EvaluationInputs(declared.settings[scale], files, int(cfg.seed), cfg.device, run_dataset)
 
 
 def load_run(run_dir: Path) -> tuple[DictConfig, Splits, torch.nn.Module, torch.nn.Module]:

@@ -17,8 +17,9 @@ class DataSpec:
     """What a model needs to know about the data: task, input size and label space."""
 
     task: str  # "classification" or "regression"
-    num_features: int
+    num_features: int  # the size of an input's first axis: features of a vector, channels of an image
     num_classes: int  # 0 for regression
+    input_shape: tuple[int, ...] = ()  # the shape of one input, e.g. (1, 28, 28); () when not known
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Splits:
 
     def spec(self, task: str) -> DataSpec:
         num_classes = int(self.y("train").max()) + 1 if task == "classification" else 0
-        return DataSpec(task, self.x("train").shape[1], num_classes)
+        return DataSpec(task, self.x("train").shape[1], num_classes, tuple(self.x("train").shape[1:]))
 
     def save(self, path: Path) -> None:
         """Write atomically as .npz (no pickled objects)."""

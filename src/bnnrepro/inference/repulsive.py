@@ -109,21 +109,23 @@ def log_posterior_grads(
     targets: torch.Tensor,
     log_likelihood: LogLikelihood,
     num_train: int,
-    prior_variance: float,
+    prior_variance: float | torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """grad_w log p(w_i | D) for every particle [n, d], and the outputs [n, m, out], from one vmapped forward.
 
     log p(w | D) = num_train * mean_b log p(y_b | f(x_b; w)) - ||w||^2 / (2 prior_variance) + const: the minibatch
-    likelihood rescaled to the training set (§4) and the Gaussian prior N(0, prior_variance I).
+    likelihood rescaled to the training set (§4) and the Gaussian prior N(0, prior_variance I). `prior_variance` is
+    one variance, or one per particle [n] (hyper-deep ensembles: members with different priors, §1.11).
     """
     unflatten = unflatten_parameters(model)
+    variances = torch.as_tensor(prior_variance, dtype=particles.dtype, device=particles.device)
 
-    def log_posterior(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def log_posterior(w: torch.Tensor, variance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         outputs = functional_call(model, unflatten(w), (inputs,))
-        log_prior = -w.square().sum() / (2 * prior_variance)
+        log_prior = -w.square().sum() / (2 * variance)
         return num_train * log_likelihood(outputs, targets).mean() + log_prior, outputs
 
-    return vmap(grad(log_posterior, has_aux=True))(particles)
+    return vmap(grad(log_posterior, has_aux=True))(particles, variances.expand(len(particles)))
 
 
 def sample_prior_outputs(

@@ -12,7 +12,7 @@ from torch import nn
 from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.models.conv_dynamics import ImageSetting, image_hyperodenet, image_odenet, image_sdebnn
 from bnnrepro.models.mean_field import SampledNetwork, to_mean_field
-from bnnrepro.models.resnet import ResNet
+from bnnrepro.models.resnet import ResNet, channels_first
 
 IMAGE_SHAPES = {  # (C, H, W) of each image dataset
     "mnist": (1, 28, 28),
@@ -33,8 +33,7 @@ class ChannelsFirst(nn.Module):
         self.network = network
 
     def forward(self, x: torch.Tensor, num_samples: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
-        x = x.unsqueeze(1) if x.dim() == 3 else x.permute(0, 3, 1, 2)
-        return self.network(x, num_samples)
+        return self.network(channels_first(x), num_samples)
 
 
 def image_network(cfg: DictConfig, dataset: str, num_classes: int) -> ChannelsFirst:

@@ -20,6 +20,7 @@ of samples of a target.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from itertools import pairwise
@@ -29,6 +30,7 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 from torch.func import functional_call, vmap
+from torch.nn.utils import parameters_to_vector
 
 from bnnrepro.data.classification_2d import input_grid
 from bnnrepro.data.registry import load_splits
@@ -47,6 +49,7 @@ from bnnrepro.inference.repulsive import (
 )
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_predictive_arrays
 from bnnrepro.metrics import predictive_entropy
+from bnnrepro.models.resnet import ChannelsFirstImages, ResNet
 
 FIGURE_ARRAYS = "posterior_arrays"
 """The evaluation every run of the study makes for its figure: predictive samples on the 1D grid (regression),
@@ -64,6 +67,9 @@ fixed `RBF(0.5)`, i.e. exp(-2 |x - y|^2) (repulsive.md §3, Fig. F.1)."""
 
 PREDICT_CHUNK = 32
 """Members per batched forward when averaging class probabilities (bounds memory on the 300 x 300 entropy grid)."""
+
+INPUT_CHUNK = 500
+"""Inputs per batched forward of `member_probabilities` (bounds memory for 20 ResNet32 members on 10,000 images)."""
 
 
 def gaussian_log_likelihood(std: float) -> LogLikelihood:
@@ -97,6 +103,35 @@ def relu_mlp(num_features: int, hidden_widths: Sequence[int], num_outputs: int) 
     return nn.Sequential(*layers, nn.Linear(widths[-1], num_outputs))
 
 
+def posterior_network(cfg: DictConfig, spec: DataSpec, num_outputs: int) -> nn.Module:
+    """The network of method config `cfg`: `architecture` mlp, the ReLU MLP of `hidden_widths` (an image input is
+    flattened first), or resnet, the CIFAR ResNet of `resnet_blocks_per_stage` blocks per stage (6n + 2 layers:
+    ResNet32 at n = 5, the authors' Table 1 model, and ResNet8 at n = 1), ReLU and no normalisation, as their
+    `ResNet(n=5, use_batch_norm=False)` (repulsive.md §3, Table 1)."""
+    if cfg.architecture == "mlp":
+        if len(spec.input_shape) > 1:
+            return nn.Sequential(nn.Flatten(), relu_mlp(math.prod(spec.input_shape), cfg.hidden_widths, num_outputs))
+        return relu_mlp(spec.num_features, cfg.hidden_widths, num_outputs)
+    if cfg.architecture == "resnet":
+        if len(spec.input_shape) not in (2, 3):
+            raise ValueError(f"architecture 'resnet' needs images [H, W] or [H, W, C], got inputs {spec.input_shape}")
+        channels = spec.input_shape[2] if len(spec.input_shape) == 3 else 1
+        resnet = ResNet(channels, num_outputs, cfg.resnet_blocks_per_stage, activation="relu")
+        return nn.Sequential(ChannelsFirstImages(), resnet)
+    raise ValueError(f"method {cfg.name!r}: unknown architecture {cfg.architecture!r}; known: mlp, resnet")
+
+
+def member_prior_variances(variances: Sequence[float], num_particles: int) -> torch.Tensor:
+    """The prior variance of each of `num_particles` members [n]: `variances` in equal consecutive blocks, as the
+    authors' hyper-deep ensemble `np.repeat([0.1, ..., 0.5], 4)` for 20 members (repulsive.md §1.11)."""
+    if num_particles % len(variances):
+        raise ValueError(
+            f"{num_particles} particles cannot share {len(variances)} prior variances equally: "
+            f"set method.num_particles to a multiple of {len(variances)}"
+        )
+    return torch.tensor(list(variances), dtype=torch.float32).repeat_interleave(num_particles // len(variances))
+
+
 def maximum_mean_discrepancy(x: torch.Tensor, y: torch.Tensor, bandwidth: float = MMD_BANDWIDTH) -> float:
     """MMD between the samples x [n, d] and y [m, d] under the RBF kernel: the square root of the biased
     (V-statistic) estimate mean k(x, x') + mean k(y, y') - 2 mean k(x, y)."""
@@ -107,22 +142,28 @@ def maximum_mean_discrepancy(x: torch.Tensor, y: torch.Tensor, bandwidth: float 
 class NetworkPosterior(nn.Module):
     """The weight posterior of `network` (its own weights are never used: the samples replace them).
 
-    task: "regression" (outputs are the predictive mean, Gaussian likelihood) or "classification" (outputs are
-    logits, or class probabilities when the network ends in a softmax: the function values fWGD/f-SVGD repel,
-    repulsive.md §7.8; `entropy_grid` is the side of the figure's entropy mesh)."""
+    prior_variance: one variance of the prior N(0, prior_variance I), or one per particle [n] (a hyper-deep
+    ensemble's members, each sampling the posterior under its own prior). task: "regression" (outputs are the
+    predictive mean, Gaussian likelihood) or "classification" (outputs are logits, or class probabilities when the
+    network ends in a softmax: the function values fWGD/f-SVGD repel, repulsive.md §7.8; `entropy_grid` is the side
+    of the 2D figure's entropy mesh)."""
 
     def __init__(
         self,
         network: nn.Module,
         log_likelihood: LogLikelihood,
-        prior_variance: float,
+        prior_variance: float | torch.Tensor,
         task: str,
         outputs_are_probabilities: bool = False,
         entropy_grid: int = 300,
     ):
         super().__init__()
         self.network = network.requires_grad_(False)
-        self.log_likelihood, self.prior_variance, self.task = log_likelihood, prior_variance, task
+        self.log_likelihood, self.task = log_likelihood, task
+        if isinstance(prior_variance, torch.Tensor):
+            self.register_buffer("prior_variance", prior_variance, persistent=False)
+        else:
+            self.prior_variance = prior_variance
         self.outputs_are_probabilities, self.entropy_grid = outputs_are_probabilities, entropy_grid
         # the library's layout of a flat weight vector (that of parameters_to_vector) as the network's parameters
         self.unflatten = unflatten_parameters(network)
@@ -130,7 +171,20 @@ class NetworkPosterior(nn.Module):
     def initial_particles(self, num_particles: int) -> torch.Tensor:
         """Draws of the prior N(0, prior_variance I) [n, d] (the authors' toys start from N(0, 1), their prior)."""
         dimension = sum(p.numel() for p in self.network.parameters())
-        return self.prior_variance**0.5 * torch.randn(num_particles, dimension)
+        std = torch.as_tensor(self.prior_variance, dtype=torch.float32).sqrt()
+        return (std[:, None] if std.ndim else std) * torch.randn(num_particles, dimension)
+
+    def network_initialisations(self, num_particles: int) -> torch.Tensor:
+        """n draws of the network's own PyTorch initialisation (Kaiming-uniform), flattened [n, d]: the authors'
+        image tasks initialise each member so, where their toys draw from the prior (repulsive.md §3, Table 1)."""
+        network = copy.deepcopy(self.network)
+        draws = []
+        for _ in range(num_particles):
+            for module in network.modules():
+                if callable(reset := getattr(module, "reset_parameters", None)):
+                    reset()
+            draws.append(parameters_to_vector(network.parameters()))
+        return torch.stack(draws)
 
     def _log_density(
         self, weights: torch.Tensor, outputs: torch.Tensor, y: torch.Tensor, num_train: int
@@ -165,6 +219,8 @@ class NetworkPosterior(nn.Module):
         """The outputs f(x_B; w_i) [n, m, out], grad_f log p(f_i | D) on them, the pull-back J_i^T of eq. (5) and the
         reported loss. The functional prior's score is SSGE on as many fresh draws of the push-forward prior on the
         batch as there are particles (the authors' f_WGD, repulsive.md §1.7)."""
+        if isinstance(self.prior_variance, torch.Tensor):
+            raise ValueError("a function-space rule needs one weight prior for its push-forward, not one per member")
         outputs, pull_back = ensemble_vjp(self.network, weights, x)
         prior_outputs = sample_prior_outputs(self.network, x, len(weights), self.prior_variance)
         scores = function_space_scores(outputs, y, self.log_likelihood, num_train, prior_outputs)
@@ -180,6 +236,12 @@ class NetworkPosterior(nn.Module):
             return ensemble_forward(self.network, weights, x)
         chunks = weights.split(PREDICT_CHUNK)
         return sum(self._probabilities(ensemble_forward(self.network, w, x)).sum(0) for w in chunks) / len(weights)
+
+    def member_probabilities(self, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Classification: every member's class probabilities p(y | f(x; w_i)) [n, N, C] (for the entropy and model
+        disagreement of repulsive.md §5), in chunks of INPUT_CHUNK inputs."""
+        chunks = [self._probabilities(ensemble_forward(self.network, weights, part)) for part in x.split(INPUT_CHUNK)]
+        return torch.cat(chunks, dim=1)
 
     def evaluation_arrays(
         self, method: WeightSamples, splits: Splits, untrained: WeightSamples
@@ -267,26 +329,29 @@ Target = NetworkPosterior | SamplingTarget
 
 def build_target(run_cfg: DictConfig, spec: DataSpec, function_space: bool = False) -> Target:
     """The target of a run: its dataset's density for a sampling dataset, otherwise the posterior of the method
-    config's MLP (hidden_widths, prior_variance, and likelihood_std for regression; the dataset's entropy_grid for
-    classification). `function_space`: the network ends in a softmax when a function-space rule repels class
-    probabilities (function_values)."""
+    config's network (`posterior_network`) under prior_variance (one per member with member_prior_variances), and
+    likelihood_std for regression, the dataset's entropy_grid for 2D classification. `function_space`: the
+    network ends in a softmax when a function-space rule repels class probabilities (function_values)."""
     cfg = run_cfg.method
     if spec.task == "sampling":
         splits = load_splits(run_cfg.dataset)
         start, reference = (torch.as_tensor(splits.x(s)) for s in ("train", "test"))
         return SamplingTarget(SAMPLING_DENSITIES[run_cfg.dataset.name], start, reference)
     if spec.task == "regression":
-        network = relu_mlp(spec.num_features, cfg.hidden_widths, 1)
+        network = posterior_network(cfg, spec, 1)
         return NetworkPosterior(network, gaussian_log_likelihood(cfg.likelihood_std), cfg.prior_variance, spec.task)
     if spec.task != "classification":
         raise ValueError(f"method {cfg.name!r} supports regression, classification and sampling, got {spec.task!r}")
     probabilities = function_space and cfg.function_values == "probabilities"
-    network = relu_mlp(spec.num_features, cfg.hidden_widths, spec.num_classes)
+    network = posterior_network(cfg, spec, spec.num_classes)
     if probabilities:
-        network.append(nn.Softmax(-1))
+        network = nn.Sequential(network, nn.Softmax(-1))
     log_likelihood = categorical_log_likelihood(probabilities)
-    grid = run_cfg.dataset.entropy_grid
-    return NetworkPosterior(network, log_likelihood, cfg.prior_variance, spec.task, probabilities, grid)
+    prior_variance = cfg.prior_variance
+    if cfg.get("member_prior_variances"):
+        prior_variance = member_prior_variances(cfg.member_prior_variances, cfg.num_particles)
+    grid = run_cfg.dataset.get("entropy_grid", 0)
+    return NetworkPosterior(network, log_likelihood, prior_variance, spec.task, probabilities, grid)
 
 
 class WeightSamples(FixedArchitectureMethod):
@@ -303,6 +368,11 @@ class WeightSamples(FixedArchitectureMethod):
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         return self.target.predict(self.weights().detach(), x)
+
+    @torch.no_grad()
+    def member_probabilities(self, x: torch.Tensor) -> torch.Tensor:
+        """Classification: each sample's class probabilities on x [n, N, C]."""
+        return self.target.member_probabilities(self.weights().detach(), x)
 
     def diagnostics(self) -> dict[str, float]:
         return self.target.diagnostics(self.weights())

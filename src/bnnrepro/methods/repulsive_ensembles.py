@@ -31,7 +31,7 @@ from bnnrepro.inference.repulsive import (
     wgd_direction,
 )
 from bnnrepro.inference.score_estimators import ScoreEstimator, kde_score, sge_score, ssge_score
-from bnnrepro.methods.posterior_targets import NetworkPosterior, Target, WeightSamples, build_target
+from bnnrepro.methods.posterior_targets import NetworkPosterior, SamplingTarget, Target, WeightSamples, build_target
 
 WEIGHT_SPACE_RULES = ("de", "wgd", "svgd")
 FUNCTION_SPACE_RULES = ("fwgd", "fsvgd")
@@ -103,7 +103,19 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> ParticleEnsemble:
     target = build_target(run_cfg, spec, function_space=cfg.rule in FUNCTION_SPACE_RULES)
     if cfg.rule in FUNCTION_SPACE_RULES and not isinstance(target, NetworkPosterior):
         raise ValueError(f"rule {cfg.rule!r} needs a network: a sampling target has no function space")
+    if cfg.member_prior_variances and cfg.rule != "de":
+        raise ValueError(f"member_prior_variances (a hyper-deep ensemble) go with rule 'de', not {cfg.rule!r}")
     estimator = None
     if cfg.rule in ("wgd", "fwgd"):
         estimator = score_estimator(cfg.estimator, cfg.ridge, cfg.num_eigenfunctions)
-    return ParticleEnsemble(target, target.initial_particles(cfg.num_particles), cfg.rule, estimator)
+    return ParticleEnsemble(target, initial_particles(target, cfg), cfg.rule, estimator)
+
+
+def initial_particles(target: Target, cfg: DictConfig) -> torch.Tensor:
+    """The particles' starting points: prior draws (`initialisation: prior`, the authors' toys) or each member's
+    PyTorch initialisation (`pytorch`, their image tasks); a sampling target's are its dataset's."""
+    if cfg.initialisation == "prior" or isinstance(target, SamplingTarget):
+        return target.initial_particles(cfg.num_particles)
+    if cfg.initialisation == "pytorch":
+        return target.network_initialisations(cfg.num_particles)
+    raise ValueError(f"method {cfg.name!r}: unknown initialisation {cfg.initialisation!r}; known: prior, pytorch")

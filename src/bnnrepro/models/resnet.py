@@ -26,6 +26,18 @@ from bnnrepro.models.weight_sde import ACTIVATIONS
 STAGE_WIDTHS = (16, 32, 64)
 
 
+def channels_first(x: torch.Tensor) -> torch.Tensor:
+    """The datasets' images, [B, H, W] (grey) or [B, H, W, C], as [B, C, H, W]."""
+    return x.unsqueeze(1) if x.dim() == 3 else x.permute(0, 3, 1, 2)
+
+
+class ChannelsFirstImages(nn.Module):
+    """`channels_first` as a layer."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return channels_first(x)
+
+
 class PreActivationBlock(nn.Module):
     """x -> shortcut(x) + conv3x3(act(conv3x3_stride(act(x)))), convolutions with biases."""
 
