@@ -142,8 +142,14 @@ def load(path: Path, config: Mapping) -> Splits:
 
 
 def mnist_standin(entry: Download, out: Path, seed: int = 0) -> None:
-    """MNIST and Fashion-MNIST stand-in: scikit-learn's digits at 28x28 (labels 0-9)."""
+    """MNIST stand-in: scikit-learn's digits at 28x28 (labels 0-9)."""
     _save(out, _standins().mnist_like(STANDIN_TRAIN, STANDIN_TEST, seed))
+
+
+def fashion_mnist_standin(entry: Download, out: Path, seed: int = 0) -> None:
+    """Fashion-MNIST stand-in: generated 28x28 garment silhouettes in Fashion-MNIST's ten classes (not digits, so
+    that the MNIST stand-in is out of distribution for it)."""
+    _save(out, _standins().fashion_like(STANDIN_TRAIN, STANDIN_TEST, seed))
 
 
 def cifar10_standin(entry: Download, out: Path, seed: int = 0) -> None:
