@@ -26,7 +26,7 @@ REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "u
     "sdebnn/fig6a", "sdebnn/fig6b", "sdebnn/fig7", "sdebnn/fig9", "sdebnn/fig11", "sdebnn/fig12",
     "sdebnn/table1", "sdebnn/table2", "sdebnn/table3", "sdebnn/table4", "sdebnn/table5",
     "sdebnn_ws/fig1", "sdebnn_ws/fig2", "sdebnn_ws/fig3", "sdebnn_ws/fig4",
-    "repulsive/fig1", "repulsive/fig2", "repulsive/fig3", "repulsive/figF.1",
+    "repulsive/fig1", "repulsive/fig2", "repulsive/fig3", "repulsive/figF.1", "repulsive/table1",
 }  # fmt: skip
 
 
