@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 from omegaconf import OmegaConf
 from torch.func import functional_call
 
@@ -21,12 +22,18 @@ from bnnrepro.artifacts.repulsive_images import image_classification, ratio_of_m
 from bnnrepro.data.registry import load_splits
 from bnnrepro.data.standins import cifar_like, mnist_like, svhn_like
 from bnnrepro.evaluation import EvaluationInputs, declared_evaluations
-from bnnrepro.inference.repulsive import ensemble_forward, log_posterior_grads, unflatten_parameters
+from bnnrepro.inference.repulsive import (
+    ensemble_forward,
+    functional_prior_score,
+    log_posterior_grads,
+    unflatten_parameters,
+)
 from bnnrepro.methods import build_method
 from bnnrepro.methods.ood_detection import EVALUATION, evaluation_arrays, ood_images
 from bnnrepro.methods.posterior_targets import categorical_log_likelihood, member_prior_variances, relu_mlp
 from bnnrepro.metrics import model_disagreement, predictive_entropy
 from bnnrepro.models.resnet import channels_first
+from bnnrepro.paths import project_root
 from bnnrepro.train import compose_config
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -203,3 +210,21 @@ def test_table1_has_the_papers_cells_with_standard_errors_and_the_mean_nll(tmp_p
     assert table.loc["FashionMNIST accuracy", "ours"] == pytest.approx((75 + 100) / 2)
     assert table.loc["FashionMNIST H_o/H_t", "ours"] == pytest.approx((0.4875 + 1.4875) / 2 / 0.25)
     assert table.loc["FashionMNIST MD_o/MD_t", "n_runs"] == 2
+
+
+def test_an_overflowing_functional_prior_is_a_clear_error() -> None:
+    outputs, prior_outputs = torch.zeros(3, 4, 2), torch.full((3, 4, 2), 1e30)
+    with pytest.raises(ValueError, match="overflow.*lower method.prior_variance"):
+        functional_prior_score(outputs, prior_outputs)
+
+
+def test_the_studys_resnet32_prior_gives_finite_function_space_scores(image_files) -> None:
+    """Table 1's function-space methods on ResNet32 under the study's weight prior (under N(0, 1) the push-forward
+    prior overflows: the test fails with method.prior_variance=1)."""
+    variant = yaml.safe_load((project_root() / "config/studies/repulsive_images.yaml").read_text())["method_variants"]
+    overrides = [f"{key}={value}" for key, value in variant["kde_fwgd@resnet32"].items() if key != "method"]
+    _, method = build("kde_fwgd", "cifar10", image_files, *overrides, "method.num_particles=3")
+    with np.load(image_files["cifar10"]) as data:
+        x, y = torch.as_tensor(data["x_train"][:4]).float() / 255, torch.as_tensor(data["y_train"][:4])
+    direction, _ = method.direction(x, y, num_train=45_000)
+    assert torch.isfinite(direction).all()

@@ -150,7 +150,15 @@ def functional_prior_score(
     bandwidth: Bandwidth | None = None,
 ) -> torch.Tensor:
     """grad_f log p(f) at the particles' outputs [n, m, out]: SSGE (`ssge_score`, same options) fitted on draws of the
-    push-forward prior on the same batch [k, m, out] and evaluated out of sample, as in Sun et al. [71] (§1.7)."""
+    push-forward prior on the same batch [k, m, out] and evaluated out of sample, as in Sun et al. [71] (§1.7).
+    Prior draws whose squared norm overflows (a deep network under a wide weight prior) are an error: the kernel
+    between them would be NaN."""
+    squared_norms = prior_outputs.flatten(1).square().sum(1)
+    if not torch.isfinite(squared_norms).all():
+        raise ValueError(
+            f"the push-forward prior's outputs overflow (largest |f| {prior_outputs.abs().max().item():.3g}): the "
+            "weight prior is too wide for this network; lower method.prior_variance"
+        )
     scores = ssge_score(prior_outputs.flatten(1), outputs.flatten(1), ridge, num_eigenfunctions, bandwidth)
     return scores.view_as(outputs)
 
