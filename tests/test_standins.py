@@ -32,28 +32,28 @@ def check_split(x, y, n, image_shape, num_classes):
     assert len(counts) == num_classes and counts.max() - counts.min() <= 1  # balanced (up to one)
 
 
-def test_mnist_like_shapes_labels_and_balance():
-    data = mnist_like(53, 31, seed=0)
+def check_28x28_standin(make) -> np.ndarray:
+    """make(53, 31, seed=0) has balanced 28x28 train and test splits, and make(3000, 0, seed=1) 3000 distinct
+    images (more than load_digits has); returns the first one's training images as floats."""
+    data = make(53, 31, seed=0)
     assert set(data) == {"x_train", "y_train", "x_test", "y_test"}
     check_split(data["x_train"], data["y_train"], 53, (28, 28), 10)
     check_split(data["x_test"], data["y_test"], 31, (28, 28), 10)
-    # digits on a dark background (MNIST's layout): the border is nearly black, the centre is not
-    x = data["x_train"].astype(float)
-    assert x[:, :2].mean() < 10 and x[:, 10:18, 10:18].mean() > 40
-    many = mnist_like(3000, 0, seed=1)  # more images than load_digits has
+    many = make(3000, 0, seed=1)
     assert len(np.unique(many["x_train"].reshape(3000, -1), axis=0)) == 3000
+    return data["x_train"].astype(float)
+
+
+def test_mnist_like_shapes_labels_and_balance():
+    x = check_28x28_standin(mnist_like)
+    # digits on a dark background (MNIST's layout): the border is nearly black, the centre is not
+    assert x[:, :2].mean() < 10 and x[:, 10:18, 10:18].mean() > 40
 
 
 def test_fashion_like_shapes_labels_and_balance():
-    data = fashion_like(53, 31, seed=0)
-    assert set(data) == {"x_train", "y_train", "x_test", "y_test"}
-    check_split(data["x_train"], data["y_train"], 53, (28, 28), 10)
-    check_split(data["x_test"], data["y_test"], 31, (28, 28), 10)
+    x = check_28x28_standin(fashion_like)
     # garments filling much of a dark canvas (about half the pixels lit, a digit lights a quarter)
-    x = data["x_train"].astype(float)
     assert x[:, 10:18, 10:18].mean() > 100 and 0.4 < (x > 64).mean() < 0.65
-    many = fashion_like(3000, 0, seed=1)
-    assert len(np.unique(many["x_train"].reshape(3000, -1), axis=0)) == 3000
 
 
 @pytest.mark.parametrize("num_classes", [10, 100])

@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 import torch
+import yaml
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
@@ -37,7 +38,8 @@ ROWS = {
     "sge_wgd": "sge-WGD", "ssge_wgd": "ssge-WGD", "kde_fwgd": "kde-fWGD", "sge_fwgd": "sge-fWGD",
     "ssge_fwgd": "ssge-fWGD",
 }  # fmt: skip
-NETWORKS = {"": "MLP 784-100-10", "@resnet32": "ResNet32", "@resnet8": "ResNet8"}  # the study's method variants
+NETWORKS = ("", "@resnet32", "@resnet8")  # the study's method variants: the MLP, ResNet32 and the CPU's ResNet8
+FASHION_MNIST_PIXELS, CLASSES = 784, 10
 DATASETS = {"fashion_mnist": "FashionMNIST", "cifar10": "CIFAR-10"}
 RATIOS = {"H_o/H_t": ("ood_entropy", "test_entropy"), "MD_o/MD_t": ("ood_disagreement", "test_disagreement")}
 COLUMNS = ("AUROC(H)", "AUROC(MD)", "accuracy", "H_o/H_t", "MD_o/MD_t", "ECE", "NLL")  # the paper's order
@@ -74,9 +76,18 @@ def ratio_of_means(numerators: pd.Series, denominators: pd.Series) -> tuple[floa
     return a / b, abs(a / b) * math.sqrt(max(relative, 0.0) / n)
 
 
+def network_label(variant: dict) -> str:
+    """'ResNet32', or 'MLP 784-100-10', from a method variant's Hydra overrides."""
+    if variant.get("method.architecture") == "resnet":
+        return f"ResNet{6 * int(variant['method.resnet_blocks_per_stage']) + 2}"
+    widths = yaml.safe_load(str(variant["method.hidden_widths"]))
+    return "MLP " + "-".join(str(width) for width in (FASHION_MNIST_PIXELS, *widths, CLASSES))
+
+
 def table1_note(scale: str) -> str:
     """The settings behind the table at this scale (the paper states few; config/studies/repulsive_images.yaml)."""
-    runs = load_study(STUDY).runs(scale)
+    study = load_study(STUDY)
+    runs = study.runs(scale)
     ood = declared_evaluations()[EVALUATION].settings[scale]["ood_examples"]
     parts = []
     for dataset, label in DATASETS.items():
@@ -85,7 +96,7 @@ def table1_note(scale: str) -> str:
             continue
         hparams = dict(ours[0].hparams)
         methods = ", ".join(dict.fromkeys(ROWS[run.method.partition("@")[0]] for run in ours))
-        network = NETWORKS["@" + ours[0].method.partition("@")[2] if "@" in ours[0].method else ""]
+        network = network_label(study.method_variants[ours[0].method])
         parts.append(
             f"{label}: {methods}; {network}, {hparams['method.num_particles']} members, seeds "
             f"{sorted({run.seed for run in ours})}"
