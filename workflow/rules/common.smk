@@ -258,7 +258,7 @@ def result_files():
 def evaluation_extra_data():
     """The extra datasets (config/evaluations.yaml `data`) of the evaluations that artifacts draw from."""
     names = {layout.evaluation_name(impl.run_file) for _, impl in ARTIFACTS.values() if impl.uses == "runs"}
-    return [f for name in names - {None} for f in extra_data_files(name, SCALE).values()]
+    return [f for name in names if name is not None for f in extra_data_files(name, SCALE).values()]
 
 
 def artifact_stems(kind):
