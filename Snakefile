@@ -40,6 +40,6 @@ localrules:
 rule all:
     default_target: True
     input:
-        "reports/report.pdf",
+        rules.report.output.pdf,
         prepared_datasets(),
-        TIMESTAMPS,
+        rules.record_timestamps.output.timestamps,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import matplotlib
@@ -13,7 +14,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from pypdf import PdfReader  # noqa: E402
 
+from bnnrepro.artifacts.registry import implementations  # noqa: E402
+from bnnrepro.report.manifest import build_manifest, code_commit  # noqa: E402
 from bnnrepro.report.typst_report import build_report, format_number, typst_str  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
 
 SPECIAL = 'a#b $x$ *y* _z_ @ref <a> [x] \\ "q" ω ± 1'
 
@@ -30,6 +34,13 @@ UDN,accuracy,91.73,0.31,5,92.0,0.5,-0.27,True,False
 UDN,NLL,0.01234,,5,0.2,0.01,-0.18766,False,False
 ResNet,accuracy,88.4,0.2,3,,,,,False
 """
+
+FIG2_DRAWN_BY = {
+    "function": "bnnrepro.artifacts.udn_spirals.spiral_datasets", "file": "src/bnnrepro/artifacts/udn_spirals.py",
+    "line": 67, "commit": "abc1234", "local_changes": True,
+}  # fmt: skip
+TABLE1_DRAWN_BY = {**FIG2_DRAWN_BY, "function": "bnnrepro.artifacts.udn_spirals.average_accuracy", "line": 110,
+                   "commit": None, "local_changes": False}  # fmt: skip
 
 
 def pdf_text(pdf: bytes) -> str:
@@ -57,10 +68,10 @@ def manifest(tmp_path: Path) -> Path:
     artifacts = [
         {"id": "udn/fig2", "paper": "udn", "title": "spiral datasets D(ω)", "kind": "data", "caption": SPECIAL,
          "shows": "two spirals", "status": "reproduced", "study": "udn_spirals", "standin": True,
-         "note": "1024 points per ω", "files": {"png": "reports/figures/udn_fig2.png"}},
+         "note": "1024 points per ω", "files": {"png": "reports/figures/udn_fig2.png"}, "drawn_by": FIG2_DRAWN_BY},
         {"id": "udn/table1", "paper": "udn", "title": "test accuracy", "kind": "table", "caption": "Accuracy.",
          "shows": "accuracy per model", "status": "reproduced", "study": "udn_spirals", "standin": False,
-         "note": "ours vs published", "files": {"csv": "reports/tables/udn_table1.csv"}},
+         "note": "ours vs published", "files": {"csv": "reports/tables/udn_table1.csv"}, "drawn_by": TABLE1_DRAWN_BY},
         {"id": "udn/fig1", "paper": "udn", "title": "graphical model", "kind": "diagram", "caption": "Plate.",
          "shows": "a plate diagram", "status": "diagram", "diagram_reason": "plate diagram; carries no data",
          "files": {}},
@@ -108,6 +119,56 @@ def test_report_pdf_holds_ids_statuses_verbatim_caption_and_table_values(manifes
     text = pdf_text(pdf)
     for expected in EXPECTED_TEXT:
         assert expected in text, expected
+
+
+def test_report_names_the_function_that_drew_each_artifact_at_its_commit(manifest: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.pdf"
+    build_report(manifest, out)
+    text = "".join(pdf_text(out.read_bytes()).split())  # a long path may break across lines
+    expected = [
+        "Drawn by: bnnrepro.artifacts.udn_spirals.spiral_datasets (src/bnnrepro/artifacts/udn_spirals.py:67) "
+        "at commit abc1234 + local changes",
+        "Drawn by: bnnrepro.artifacts.udn_spirals.average_accuracy (src/bnnrepro/artifacts/udn_spirals.py:110), "
+        "not a git checkout",
+    ]
+    for line in expected:
+        assert "".join(line.split()) in text, line
+
+
+def git(folder: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_commit_notes_local_changes_to_tracked_source_files(tmp_path: Path) -> None:
+    assert code_commit(tmp_path) == {"commit": None, "local_changes": False}
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/module.py").write_text("x = 1\n")
+    (tmp_path / "README.md").write_text("readme\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "init")
+    clean = {"commit": git(tmp_path, "rev-parse", "--short", "HEAD"), "local_changes": False}
+    (tmp_path / "README.md").write_text("edited\n")  # outside src/
+    (tmp_path / "src/new.py").write_text("y = 2\n")  # untracked
+    assert code_commit(tmp_path) == clean
+    (tmp_path / "src/module.py").write_text("x = 2\n")
+    assert code_commit(tmp_path) == {**clean, "local_changes": True}
+
+
+def test_the_manifest_names_the_registered_function_and_its_decorator_line() -> None:
+    manifest = build_manifest({"scale": "smoke", "studies": ["udn_spirals"]})
+    reproduced = [a for a in manifest["artifacts"] if a["status"] == "reproduced"]
+    assert reproduced
+    drawn = implementations()
+    for artifact in reproduced:
+        drawn_by, draw = artifact["drawn_by"], drawn[artifact["id"]].draw
+        assert drawn_by["function"] == f"{draw.__module__}.{draw.__name__}"
+        lines = (ROOT / drawn_by["file"]).read_text().splitlines()
+        assert lines[drawn_by["line"] - 1].startswith(("@figure(", "@table(")), artifact["id"]
+        decorated = "\n".join(lines[drawn_by["line"] - 1 :]).split("def ", 1)
+        assert f'"{artifact["id"]}"' in decorated[0] and decorated[1].startswith(f"{draw.__name__}(")
+        assert drawn_by["commit"] == code_commit(ROOT)["commit"]
 
 
 def test_progress_table_counts_each_status(manifest: Path, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bnnrepro import layout
 from bnnrepro.files import write_atomic
 from bnnrepro.studies import load_study
 
@@ -20,7 +21,7 @@ def tidy_metrics(study_name: str, scale: str) -> pd.DataFrame:
     study = load_study(study_name)
     rows = []
     for run in study.runs(scale):
-        result = json.loads((Path(run.folder) / "metrics.json").read_text())
+        result = json.loads(Path(run.file(layout.RUN_METRICS)).read_text())
         base = {
             "study": study.name, "run": run.id, "method": run.method, "dataset": run.dataset,
             "hparams": run.hparam_slug, "seed": run.seed, "standin": result["standin"],

@@ -1,4 +1,4 @@
-"""Where the project's configuration and outputs live (relative to the working directory)."""
+"""Where the project's configuration lives; what the workflow writes is named in bnnrepro.layout."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """A training run's own folder: resolved config, metrics, log and checkpoints, written atomically.
 
-`resume.pt` is the resumable state a killed job restarts from; it is deliberately not a declared
-workflow output (Snakemake deletes the outputs of a failed job) and is removed once the run ends.
-Checkpoints hold tensors and plain containers only and load with `weights_only=True`.
+The file names are those of bnnrepro.layout. `resume.pt` is the resumable state a killed job restarts from;
+it is deliberately not a declared workflow output (Snakemake deletes the outputs of a failed job) and is
+removed once the run ends. Checkpoints hold tensors and plain containers only and load with
+`weights_only=True`.
 """
 
 from __future__ import annotations
@@ -13,17 +14,13 @@ from pathlib import Path
 
 import torch
 
+from bnnrepro import layout
 from bnnrepro.files import write_atomic
 
 
 class RunFolder:
-    CONFIG, METRICS, LOG, CHECKPOINT, RESUME = (
-        "config.yaml",
-        "metrics.json",
-        "train.log",
-        "checkpoint.pt",
-        "resume.pt",
-    )
+    CONFIG, METRICS, LOG = layout.RUN_CONFIG, layout.RUN_METRICS, layout.RUN_LOG
+    CHECKPOINT, RESUME = layout.RUN_CHECKPOINT, layout.RUN_RESUME
 
     def __init__(self, path: Path):
         self.path = Path(path)

@@ -2,7 +2,7 @@
 
 A study holds grids at the `paper` scale (Cartesian products of method variants, datasets, Hydra
 overrides and seeds) and, under `scales:`, replacements of grid values for smaller scales. Each grid
-point is one `Run`, i.e. one training job with its own folder `results/<study>/runs/<run id>/`.
+point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.layout.run_folder`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from bnnrepro.data.registry import PAIR_SEPARATOR, Download, data_path, dataset
+from bnnrepro import layout
+from bnnrepro.data.registry import Download, data_path, dataset
 from bnnrepro.paths import project_root, studies_dir
 
 SCALES = ("smoke", "default", "paper")
@@ -40,15 +41,19 @@ class Run:
     @property
     def hparam_slug(self) -> str:
         pairs = (f"{key.rsplit('.', 1)[-1]}={value}" for key, value in self.hparams)
-        return PAIR_SEPARATOR.join(pairs) or "default"
+        return layout.PAIR_SEPARATOR.join(pairs) or "default"
 
     @property
     def id(self) -> str:
-        return f"{self.method}/{self.dataset}/{self.hparam_slug}/seed={self.seed}"
+        return layout.run_id(self.method, self.dataset, self.hparam_slug, self.seed)
 
     @property
     def folder(self) -> str:
-        return f"results/{self.scale}/{self.study}/runs/{self.id}"
+        return layout.run_folder(self.scale, self.study, self.id)
+
+    def file(self, name: str) -> str:
+        """A file of the run's folder (a `layout.RUN_*` name or a `layout.evaluation_file`)."""
+        return layout.run_file(name, self.scale, self.study, self.id)
 
     @property
     def data_file(self) -> str:

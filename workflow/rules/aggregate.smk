@@ -7,15 +7,15 @@ rule aggregate:
         code=source_files("bnnrepro.aggregate"),
     output:
         report(
-            "results/{scale}/{study}/metrics.csv",
+            layout.study_metrics_file(),
             caption="../report/metrics.rst",
             category="Metrics",
             labels={"study": "{study}"},
         ),
     log:
-        "logs/aggregate/{scale}/{study}.log",
+        layout.log_file("aggregate", "{scale}/{study}"),
     wildcard_constraints:
-        scale="smoke|default|paper",
+        scale=SCALE_NAMES,
     conda:
         "../../environment.yml"
     shell:

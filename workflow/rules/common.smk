@@ -1,4 +1,5 @@
 # Helpers of the workflow: config validation, the runs of each study, and input functions.
+import inspect
 import json
 import os
 import shlex
@@ -11,19 +12,21 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import validate
 
+from bnnrepro import layout
 from bnnrepro.artifacts.registry import CATALOG, implementations
-from bnnrepro.data.registry import dataset, downloads
+from bnnrepro.data.registry import data_path, dataset, downloads
 from bnnrepro.evaluation import declared_evaluations, evaluation_modules, evaluations_file, extra_data_files
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
-from bnnrepro.studies import StudyError, available_studies, load_study
+from bnnrepro.studies import SCALES, StudyError, available_studies, load_study
 
 validate(config, schema="../schemas/config.schema.yaml")
 
 SCALE = config["scale"]
-TIMESTAMPS = f"results/{SCALE}/timestamps.json"
+SCALE_NAMES = "|".join(SCALES)
+TIMESTAMPS = layout.timestamps_file(SCALE)
 
 # Results checked out by `dvc pull`/`dvc checkout` carry new, shuffled modification times; put back the
 # order recorded when they were made, so that Snakemake sees them as up to date (bnnrepro.result_timestamps).
@@ -67,12 +70,12 @@ ARTIFACTS = _implemented_artifacts()
 
 def study_run_metrics(wildcards):
     """metrics.json of every run of a study at the configured scale."""
-    return [f"{run.folder}/metrics.json" for run in STUDIES[wildcards.study].runs(SCALE)]
+    return [run.file(layout.RUN_METRICS) for run in STUDIES[wildcards.study].runs(SCALE)]
 
 
 def study_run(wildcards):
     """(study, run) of a training job's wildcards."""
-    return RUNS[f"results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}"]
+    return RUNS[layout.run_folder(wildcards.scale, wildcards.study, wildcards.run)]
 
 
 def run_data(wildcards):
@@ -144,7 +147,7 @@ def prepared_datasets():
         if name in DOWNLOAD_NAMES.split("|"):
             files.append(entry.prepared_file(standin=SCALE != "paper"))
         else:
-            files.append(f"results/data/{name}/seed=0.npz")
+            files.append(data_path(name, {}, 0))
     return files
 
 
@@ -190,7 +193,7 @@ def artifact_inputs(wildcards):
     code = source_files("bnnrepro.artifacts.__main__", implementation.draw.__module__)
     inputs = {"code": code + project_paths([CATALOG])}
     if implementation.uses == "metrics":
-        inputs["metrics"] = f"results/{SCALE}/{study.name}/metrics.csv"
+        inputs["metrics"] = layout.study_metrics_file(SCALE, study.name)
     if implementation.uses == "data":
         inputs["data"] = implementation.data_files(SCALE)
     if implementation.uses == "runs":
@@ -202,7 +205,7 @@ def artifact_run_files(study, implementation):
     """The file an artifact draws from each run of its study whose method it names, on the datasets it names if
     any (e.g. config.yaml, or eval/<evaluation>.npz, which rule `evaluate` makes)."""
     return [
-        f"{run.folder}/{implementation.run_file}"
+        run.file(implementation.run_file)
         for run in study.runs(SCALE)
         if run.method in implementation.methods
         and (not implementation.datasets or run.dataset in implementation.datasets)
@@ -223,42 +226,39 @@ def artifact_arguments(wildcards, input):
 
 def artifact_files(kind):
     """Output files of every implemented figure ('figure') or table ('table')."""
-    extensions = {"figure": ("pdf", "png"), "table": ("csv", "md", "tex")}[kind]
-    folder = {"figure": "figures", "table": "tables"}[kind]
     return [
-        f"reports/{folder}/{stem}.{ext}"
+        path
         for stem, (_, implementation) in ARTIFACTS.items()
         if implementation.output == kind
-        for ext in extensions
+        for path in layout.artifact_files(kind, stem).values()
     ]
 
 
 def result_files():
     """Every file the workflow makes at this scale: data, runs, tidy metrics, figures, tables, the report."""
     runs = [run for study in STUDIES.values() for run in study.runs(SCALE)]
-    train_outputs = ("metrics.json", "config.yaml", "checkpoint.pt", "train.log")
     return sorted(
         {
             *prepared_datasets(),
             *(run.data_file for run in runs),
-            *(f"{run.folder}/{name}" for run in runs for name in train_outputs),
-            *(f"results/{SCALE}/{study}/metrics.csv" for study in STUDIES),
+            *(run.file(name) for run in runs for name in layout.TRAINING_OUTPUTS.values()),
+            *(layout.study_metrics_file(SCALE, study) for study in STUDIES),
             *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files(SCALE)),
             *(f for study, impl in ARTIFACTS.values() if impl.uses == "runs" for f in artifact_run_files(study, impl)),
             *evaluation_extra_data(),
             *artifact_files("figure"),
             *artifact_files("table"),
-            f"results/{SCALE}/report_manifest.json",
-            "reports/report.pdf",
-            "reports/report.typ",
+            layout.report_manifest_file(SCALE),
+            layout.REPORT_PDF,
+            layout.REPORT_TYPST,
         }
     )
 
 
 def evaluation_extra_data():
     """The extra datasets (config/evaluations.yaml `data`) of the evaluations that artifacts draw from."""
-    names = {Path(impl.run_file).stem for _, impl in ARTIFACTS.values() if impl.uses == "runs"}
-    return [f for name in names for f in extra_data_files(name, SCALE).values()]
+    names = {layout.evaluation_name(impl.run_file) for _, impl in ARTIFACTS.values() if impl.uses == "runs"}
+    return [f for name in names if name is not None for f in extra_data_files(name, SCALE).values()]
 
 
 def artifact_stems(kind):
@@ -268,6 +268,12 @@ def artifact_stems(kind):
 def report_code(module):
     """Source files of a report step, and the catalog it reads."""
     return source_files(module) + project_paths([CATALOG])
+
+
+def draw_function_files():
+    """The files of the functions that draw the figures and tables: the manifest names each function by its
+    line, so that a change to one of them rebuilds the manifest."""
+    return project_paths({inspect.getsourcefile(impl.draw) for _, impl in ARTIFACTS.values()})
 
 
 def report_config():

@@ -6,9 +6,9 @@ rule generate_data:
     input:
         code=data_code,
     output:
-        "results/data/{dataset}/{instance}.npz",
+        layout.generated_data_file(),
     log:
-        "logs/data/{dataset}/{instance}.log",
+        layout.log_file("data", "{dataset}/{instance}"),
     wildcard_constraints:
         dataset="[a-z0-9_]+",
         instance="[^/]+",
@@ -20,9 +20,9 @@ rule generate_data:
 
 rule fetch:
     output:
-        directory("data/raw/{download}"),
+        raw=directory(layout.raw_download_folder()),
     log:
-        "logs/data/fetch_{download}.log",
+        layout.log_file("data", "fetch_{download}"),
     wildcard_constraints:
         download=DOWNLOAD_NAMES,
     conda:
@@ -37,12 +37,12 @@ rule fetch:
 
 rule prepare_download:
     input:
-        raw=ancient("data/raw/{download}"),
+        raw=ancient(rules.fetch.output.raw),
         code=download_code("prepare"),
     output:
-        "results/data/{download}.npz",
+        layout.prepared_download_file(),
     log:
-        "logs/data/prepare_{download}.log",
+        layout.log_file("data", "prepare_{download}"),
     wildcard_constraints:
         download=DOWNLOAD_NAMES,
     conda:
@@ -55,9 +55,9 @@ rule standin:
     input:
         code=download_code("standin"),
     output:
-        "results/data/{download}-standin.npz",
+        layout.prepared_download_file(standin=True),
     log:
-        "logs/data/standin_{download}.log",
+        layout.log_file("data", "standin_{download}"),
     wildcard_constraints:
         download=DOWNLOAD_NAMES,
     conda:

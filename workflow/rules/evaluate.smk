@@ -5,17 +5,17 @@
 
 rule evaluate:
     input:
-        checkpoint="results/{scale}/{study}/runs/{run}/checkpoint.pt",
-        config="results/{scale}/{study}/runs/{run}/config.yaml",
+        checkpoint=rules.train.output.checkpoint,
+        config=rules.train.output.config,
         data=run_data,
         extra_data=evaluation_data,
         code=evaluation_code,
     output:
-        "results/{scale}/{study}/runs/{run}/eval/{evaluation}.npz",
+        layout.run_file(layout.evaluation_file()),
     log:
-        "logs/evaluate/{scale}/{study}/{run}/{evaluation}.log",
+        layout.log_file("evaluate", "{scale}/{study}/{run}/{evaluation}"),
     wildcard_constraints:
-        scale="smoke|default|paper",
+        scale=SCALE_NAMES,
         evaluation="[a-z0-9_]+",
     conda:
         "../../environment.yml"

@@ -6,14 +6,14 @@ rule figure:
         unpack(artifact_inputs),
     output:
         pdf=report(
-            "reports/figures/{stem}.pdf",
+            layout.artifact_file("figure", "pdf"),
             caption="../report/artifact.rst",
             category="Figures",
             labels={"artifact": "{stem}"},
         ),
-        png="reports/figures/{stem}.png",
+        png=layout.artifact_file("figure", "png"),
     log:
-        "logs/figures/{stem}.log",
+        layout.log_file("figures", "{stem}"),
     wildcard_constraints:
         stem=artifact_stems("figure"),
     conda:
@@ -29,15 +29,15 @@ rule table:
         unpack(artifact_inputs),
     output:
         csv=report(
-            "reports/tables/{stem}.csv",
+            layout.artifact_file("table", "csv"),
             caption="../report/artifact.rst",
             category="Tables",
             labels={"artifact": "{stem}"},
         ),
-        md="reports/tables/{stem}.md",
-        tex="reports/tables/{stem}.tex",
+        md=layout.artifact_file("table", "md"),
+        tex=layout.artifact_file("table", "tex"),
     log:
-        "logs/tables/{stem}.log",
+        layout.log_file("tables", "{stem}"),
     wildcard_constraints:
         stem=artifact_stems("table"),
     conda:

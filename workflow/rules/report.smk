@@ -6,10 +6,11 @@ rule report_manifest:
         figures=artifact_files("figure"),
         tables=artifact_files("table"),
         code=report_code("bnnrepro.report.manifest"),
+        draw_functions=draw_function_files(),
     output:
-        f"results/{SCALE}/report_manifest.json",
+        manifest=layout.report_manifest_file(SCALE),
     log:
-        f"logs/report/{SCALE}_manifest.log",
+        layout.log_file("report", f"{SCALE}_manifest"),
     conda:
         "../../environment.yml"
     params:
@@ -20,13 +21,13 @@ rule report_manifest:
 
 rule report:
     input:
-        manifest=f"results/{SCALE}/report_manifest.json",
+        manifest=rules.report_manifest.output.manifest,
         code=report_code("bnnrepro.report.__main__"),
     output:
-        pdf=report("reports/report.pdf", caption="../report/report.rst", category="Report"),
-        typst_source="reports/report.typ",
+        pdf=report(layout.REPORT_PDF, caption="../report/report.rst", category="Report"),
+        typst_source=layout.REPORT_TYPST,
     log:
-        "logs/report/report.log",
+        layout.log_file("report", "report"),
     conda:
         "../../environment.yml"
     shell:
@@ -40,8 +41,8 @@ rule record_timestamps:
         results=result_files(),
         code=source_files("bnnrepro.result_timestamps"),
     output:
-        TIMESTAMPS,
+        timestamps=TIMESTAMPS,
     log:
-        f"logs/report/{SCALE}_timestamps.log",
+        layout.log_file("report", f"{SCALE}_timestamps"),
     run:
         Path(log[0]).write_text(f"recorded {record(input.results, Path(output[0]))} result files\n")

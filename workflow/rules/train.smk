@@ -6,14 +6,14 @@ rule train:
         data=run_data,
         code=train_code,
     output:
-        metrics="results/{scale}/{study}/runs/{run}/metrics.json",
-        config="results/{scale}/{study}/runs/{run}/config.yaml",
-        checkpoint="results/{scale}/{study}/runs/{run}/checkpoint.pt",
-        log="results/{scale}/{study}/runs/{run}/train.log",
+        metrics=layout.run_file(layout.RUN_METRICS),
+        config=layout.run_file(layout.RUN_CONFIG),
+        checkpoint=layout.run_file(layout.RUN_CHECKPOINT),
+        log=layout.run_file(layout.RUN_LOG),
     log:
-        "logs/train/{scale}/{study}/{run}.log",
+        layout.log_file("train", "{scale}/{study}/{run}"),
     wildcard_constraints:
-        scale="smoke|default|paper",
+        scale=SCALE_NAMES,
     conda:
         "../../environment.yml"
     threads: config["threads_per_job"]

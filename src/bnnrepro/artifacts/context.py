@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from bnnrepro.layout import RUN_METRICS, parse_run_path
+
 
 @dataclass
 class ArtifactContext:
@@ -22,14 +24,14 @@ class ArtifactContext:
 
     def _by_run(self) -> dict[str, Path]:
         """Each run file keyed by its run's id ('sdebnn/sdebnn_toy/lr=0.001/seed=0')."""
-        return {"/".join(str(p).split("/runs/", 1)[1].split("/")[:4]): p for p in self.run_files}
+        return {parse_run_path(path).run: path for path in self.run_files}
 
     def uses_standin(self) -> bool:
         """Whether any run behind this artifact trained on a stand-in dataset (its metrics.json says so)."""
         if self.metrics_file is not None:
             return bool(self.metrics["standin"].any())
-        folders = {str(path).split("/runs/", 1)[0] + "/runs/" + run_id for run_id, path in self._by_run().items()}
-        return any(json.loads((Path(folder) / "metrics.json").read_text())["standin"] for folder in folders)
+        results = {parse_run_path(path).sibling(RUN_METRICS) for path in self.run_files}
+        return any(json.loads(result.read_text())["standin"] for result in results)
 
     def run_arrays(self) -> dict[str, dict[str, np.ndarray]]:
         """The arrays of each run's .npz file (an evaluation), keyed by run id."""

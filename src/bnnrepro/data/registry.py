@@ -1,10 +1,8 @@
 """The dataset registry (config/datasets.yaml): downloads fetched through DVC and generated datasets.
 
-Where each dataset's files live:
-- a download's raw files: `data/raw/<name>/` (output of the DVC stage `data/dvc.yaml:fetch@<name>`);
-- a download prepared for the loaders: `results/data/<name>.npz`, or `results/data/<name>-standin.npz`
-  for its offline stand-in (used at the `default` scale);
-- a generated dataset: `results/data/<name>/<key>=<value>+...+seed=<seed>.npz`.
+Where each dataset's files live (bnnrepro.layout): a download's raw files are the output of the DVC stage
+`data/dvc.yaml:fetch@<name>`, prepared once for the loaders, with an offline stand-in used below the `paper`
+scale; a generated dataset's instance is named by its data keys' values and its seed.
 """
 
 from __future__ import annotations
@@ -19,10 +17,10 @@ from pathlib import Path
 import yaml
 from omegaconf import OmegaConf
 
+from bnnrepro import layout
 from bnnrepro.data.spec import Splits
+from bnnrepro.layout import is_standin as is_standin  # re-exported: training jobs read it from the registry
 from bnnrepro.paths import project_root, train_config_dir
-
-STANDIN_SUFFIX = "-standin"
 
 
 def resolve(reference: str) -> Callable:
@@ -59,7 +57,7 @@ class Download:
         return f"{self.url}{file.name}"
 
     def prepared_file(self, standin: bool) -> str:
-        return f"results/data/{self.name}{STANDIN_SUFFIX if standin else ''}.npz"
+        return layout.prepared_download_file(self.name, standin)
 
 
 @dataclass(frozen=True)
@@ -106,11 +104,6 @@ def downloads() -> list[Download]:
     return [entry for entry in _registry().values() if isinstance(entry, Download)]
 
 
-def is_standin(path: str | Path) -> bool:
-    """Whether a prepared data file is a download's offline stand-in."""
-    return Path(path).name.endswith(f"{STANDIN_SUFFIX}.npz")
-
-
 def load_splits(config: Mapping) -> Splits:
     """The splits a training job reads: a download through its registry loader (which applies the
     preprocessing of the Hydra dataset config), a generated dataset as written; with `max_examples`
@@ -127,22 +120,17 @@ def load_splits(config: Mapping) -> Splits:
     return Splits(arrays)
 
 
-# Separator of key=value pairs in instance and run names. Not a comma: Snakemake passes a remote job's
-# wildcards comma-separated (`--target-jobs rule:a=1,b=2`), so a comma inside a value breaks cluster jobs.
-PAIR_SEPARATOR = "+"
-
-
 def parse_instance(instance: str) -> dict[str, str]:
     """'omega=4+seed=0' -> {'omega': '4', 'seed': '0'} (a '+' inside a value, as in 1e+30, is kept)."""
     return dict(item.split("=", 1) for item in re.split(r"\+(?=[A-Za-z_]\w*=)", instance))
 
 
 def instance_name(values: dict, seed: int) -> str:
-    return PAIR_SEPARATOR.join([*(f"{k}={v}" for k, v in values.items()), f"seed={seed}"])
+    return layout.PAIR_SEPARATOR.join([*(f"{k}={v}" for k, v in values.items()), f"seed={seed}"])
 
 
 def data_path(dataset_name: str, values: dict, seed: int) -> str:
-    return f"results/data/{dataset_name}/{instance_name(values, seed)}.npz"
+    return layout.generated_data_file(dataset_name, instance_name(values, seed))
 
 
 def generate_instance(dataset_name: str, instance: str, out: Path) -> None:

@@ -1,42 +1,69 @@
 """The report's manifest: every catalog artifact with its status, files, notes and provenance.
 
 `python -m bnnrepro.report.manifest --config JSON --out results/<scale>/report_manifest.json`
+
+Each reproduced artifact names the function that drew it, as module, file and line at the checkout's commit;
+the workflow makes the files of those functions inputs of the manifest job, so a moved line rebuilds it.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import platform
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
 import pandas as pd
 
+from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.files import write_atomic
 from bnnrepro.paths import project_root
+from bnnrepro.sources import PACKAGE_DIR
 from bnnrepro.studies import load_study
 
 PACKAGES = ("torch", "torchsde", "snakemake", "dvc", "hydra-core", "numpy", "pandas", "seaborn", "typst")
 
 
-def git_provenance(root: Path) -> dict:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
 
+
+def git_provenance(root: Path) -> dict:
     try:
-        return {"git_commit": git("rev-parse", "HEAD"), "git_dirty": bool(git("status", "--porcelain", "-uno"))}
+        return {
+            "git_commit": _git(root, "rev-parse", "HEAD"),
+            "git_dirty": bool(_git(root, "status", "--porcelain", "-uno")),
+        }
     except (subprocess.CalledProcessError, FileNotFoundError):
         return {"git_commit": "unknown (not a git checkout)", "git_dirty": False}
 
 
-def artifact_files(stem: str, output: str) -> dict[str, str]:
-    if output == "figure":
-        return {ext: f"reports/figures/{stem}.{ext}" for ext in ("png", "pdf")}
-    return {ext: f"reports/tables/{stem}.{ext}" for ext in ("csv", "md", "tex")}
+def code_commit(root: Path) -> dict:
+    """The checkout's short commit, and whether tracked files under src/ differ from it (`commit` is None when
+    `root` is not a git checkout)."""
+    try:
+        commit = _git(root, "rev-parse", "--short", "HEAD")
+        local_changes = bool(_git(root, "status", "--porcelain", "--untracked-files=no", "--", "src"))
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return {"commit": None, "local_changes": False}
+    return {"commit": commit, "local_changes": local_changes}
+
+
+def drawn_by(draw: Callable, root: Path, commit: dict) -> dict:
+    """Where a draw function is: its qualified name, its file (relative to `root`, or to the installed package's
+    folder) and the line its definition starts on (its first decorator), at `commit` (`code_commit`)."""
+    file = Path(inspect.getsourcefile(draw)).resolve()
+    base = root if file.is_relative_to(root) else PACKAGE_DIR.parent
+    return {
+        "function": f"{draw.__module__}.{draw.__qualname__}", "file": file.relative_to(base).as_posix(),
+        "line": inspect.getsourcelines(draw)[1], **commit,
+    }  # fmt: skip
 
 
 def uses_standin(metrics_file: Path) -> bool:
@@ -45,11 +72,11 @@ def uses_standin(metrics_file: Path) -> bool:
 
 def build_manifest(config: dict) -> dict:
     scale, root = config["scale"], project_root()
-    drawn = implementations()
+    drawn, commit = implementations(), code_commit(root)
     reproduced = {}
     for name in config["studies"]:
         study = load_study(name)
-        standin = uses_standin(root / f"results/{scale}/{name}/metrics.csv")
+        standin = uses_standin(root / layout.study_metrics_file(scale, name))
         for artifact_id in study.artifacts:
             reproduced[artifact_id] = (study, drawn[artifact_id], standin)
     artifacts = []
@@ -61,7 +88,8 @@ def build_manifest(config: dict) -> dict:
             study, implementation, standin = reproduced[entry["id"]]
             item.update(
                 status="reproduced", study=study.name, standin=standin, note=implementation.note(scale),
-                files=artifact_files(implementation.stem, implementation.output),
+                files=layout.artifact_files(implementation.output, implementation.stem),
+                drawn_by=drawn_by(implementation.draw, root, commit),
             )  # fmt: skip
         else:
             item.update(status="not yet reproduced", files={})

@@ -192,6 +192,15 @@ def _artifact_body(artifact: dict, root: Path) -> tuple[str, bool]:
     raise ValueError(f"artifact {artifact['id']}: status is reproduced but it lists no png or csv file")
 
 
+def drawn_by_text(drawn_by: dict) -> str:
+    """'module.function (file:line) at commit abc1234', with '+ local changes' when the checkout's src/ differed
+    from that commit, or 'not a git checkout'."""
+    where = f"{drawn_by['function']} ({drawn_by['file']}:{drawn_by['line']})"
+    if drawn_by["commit"] is None:
+        return f"{where}, not a git checkout"
+    return f"{where} at commit {drawn_by['commit']}" + (" + local changes" if drawn_by["local_changes"] else "")
+
+
 def render_artifact(artifact: dict, root: Path) -> str:
     """One artifact entry: heading line with status badge, the paper's caption, our note, figure or table."""
     status = artifact["status"]
@@ -203,6 +212,7 @@ def render_artifact(artifact: dict, root: Path) -> str:
         ("Why not reproduced:", artifact.get("diagram_reason")),
         ("Study:", artifact.get("study")),
         ("Note:", artifact.get("note")),
+        ("Drawn by:", drawn_by_text(artifact["drawn_by"]) if "drawn_by" in artifact else None),
     ]
     pairs = [f"({typst_str(name)}, {typst_str(value)})" for name, value in fields if value]
     body, breakable = _artifact_body(artifact, root) if status == "reproduced" else ("none", True)

@@ -1,0 +1,169 @@
+"""The results layout: every file and folder the workflow writes, named once.
+
+Paths are relative to the project root (the Snakemake working directory). A function called with values
+returns a concrete path; its defaults are Snakemake wildcards, so the same function called without them
+returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/runs/{run}`).
+
+    data/raw/<download>/                        a download's raw files (DVC stage data/dvc.yaml:fetch@<download>)
+    results/data/<download>.npz                 a download prepared for its loader ...
+    results/data/<download>-standin.npz         ... and its offline stand-in (below the `paper` scale)
+    results/data/<dataset>/<k>=<v>+...+seed=<seed>.npz    an instance of a generated dataset
+    results/<scale>/<study>/runs/<method>/<dataset>/<hparams>/seed=<seed>/    a training run:
+        config.yaml, metrics.json, checkpoint.pt, train.log, resume.pt (while it runs), eval/<evaluation>.npz
+    results/<scale>/<study>/metrics.csv         the study's tidy metrics
+    results/<scale>/report_manifest.json        what the report shows, with provenance
+    results/<scale>/timestamps.json             the results' recorded time order (bnnrepro.result_timestamps)
+    reports/figures/<stem>.{pdf,png}, reports/tables/<stem>.{csv,md,tex}, reports/report.{pdf,typ}
+    logs/<step>/...                             one log per job
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULTS, REPORTS, LOGS, RAW_DATA = "results", "reports", "logs", "data/raw"
+PREPARED_DATA = f"{RESULTS}/data"
+RUNS = "runs"
+
+# Separator of key=value pairs in data instance and run folder names. Not a comma: Snakemake passes a remote job's
+# wildcards comma-separated (`--target-jobs rule:a=1,b=2`), so a comma inside a value breaks cluster jobs.
+PAIR_SEPARATOR = "+"
+STANDIN_SUFFIX = "-standin"
+
+# The files of a run folder: what a training job writes (resume.pt is removed when the run ends).
+RUN_CONFIG, RUN_METRICS, RUN_CHECKPOINT, RUN_LOG, RUN_RESUME = (
+    "config.yaml",
+    "metrics.json",
+    "checkpoint.pt",
+    "train.log",
+    "resume.pt",
+)
+TRAINING_OUTPUTS = {"metrics": RUN_METRICS, "config": RUN_CONFIG, "checkpoint": RUN_CHECKPOINT, "log": RUN_LOG}
+"""The declared outputs of a training job, by the key of the `train` rule's outputs."""
+
+EVALUATIONS = "eval"
+
+ARTIFACT_FORMATS = {"figure": ("pdf", "png"), "table": ("csv", "md", "tex")}
+ARTIFACT_FOLDERS = {"figure": f"{REPORTS}/figures", "table": f"{REPORTS}/tables"}
+REPORT_PDF, REPORT_TYPST = f"{REPORTS}/report.pdf", f"{REPORTS}/report.typ"
+
+
+# --- data ----------------------------------------------------------------------------------------------------
+
+
+def raw_download_folder(download: str = "{download}") -> str:
+    return f"{RAW_DATA}/{download}"
+
+
+def prepared_download_file(download: str = "{download}", standin: bool = False) -> str:
+    return f"{PREPARED_DATA}/{download}{STANDIN_SUFFIX if standin else ''}.npz"
+
+
+def generated_data_file(dataset: str = "{dataset}", instance: str = "{instance}") -> str:
+    return f"{PREPARED_DATA}/{dataset}/{instance}.npz"
+
+
+def is_standin(path: str | Path) -> bool:
+    """Whether a prepared data file is a download's offline stand-in."""
+    return Path(path).name.endswith(f"{STANDIN_SUFFIX}.npz")
+
+
+# --- runs ----------------------------------------------------------------------------------------------------
+
+
+def study_folder(scale: str = "{scale}", study: str = "{study}") -> str:
+    return f"{RESULTS}/{scale}/{study}"
+
+
+def run_id(method: str, dataset: str, hparams: str, seed: int) -> str:
+    """A run's id, its folder below the study's `runs/`: '<method>/<dataset>/<hparams>/seed=<seed>'."""
+    return f"{method}/{dataset}/{hparams}/seed={seed}"
+
+
+def run_folder(scale: str = "{scale}", study: str = "{study}", run: str = "{run}") -> str:
+    return f"{study_folder(scale, study)}/{RUNS}/{run}"
+
+
+def run_file(name: str, scale: str = "{scale}", study: str = "{study}", run: str = "{run}") -> str:
+    """A file of a run folder: one of the RUN_* names, or an `evaluation_file`."""
+    return f"{run_folder(scale, study, run)}/{name}"
+
+
+def evaluation_file(evaluation: str = "{evaluation}") -> str:
+    """The arrays of an evaluation of a finished run, relative to the run folder."""
+    return f"{EVALUATIONS}/{evaluation}.npz"
+
+
+def evaluation_name(name: str) -> str | None:
+    """The evaluation whose `evaluation_file` is `name` (a file name relative to a run folder), else None."""
+    match = re.fullmatch(rf"{EVALUATIONS}/([^/]+)\.npz", name)
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True)
+class RunPath:
+    """A path in a run folder, split into the folder that holds the study's runs, the run id and the file."""
+
+    study_folder: Path
+    run: str
+    file: str  # relative to the run folder; '' for the folder itself
+
+    @property
+    def folder(self) -> Path:
+        return self.study_folder / RUNS / self.run
+
+    def sibling(self, name: str) -> Path:
+        """Another file of the same run folder."""
+        return self.folder / name
+
+
+_SEED_FOLDER = re.compile(r"seed=-?\d+")
+
+
+def parse_run_path(path: str | Path) -> RunPath:
+    """Split a path made by `run_file` or `run_folder` (absolute, or below any folder) into its parts."""
+    parts = Path(path).parts
+    for i, part in enumerate(parts):
+        if part == RUNS and len(parts) >= i + 5 and _SEED_FOLDER.fullmatch(parts[i + 4]):
+            return RunPath(Path(*parts[:i]), "/".join(parts[i + 1 : i + 5]), "/".join(parts[i + 5 :]))
+    raise ValueError(
+        f"{path} is not in a run folder: expected .../{RUNS}/<method>/<dataset>/<hparams>/seed=<seed>[/<file>], "
+        "as bnnrepro.layout.run_file names it"
+    )
+
+
+# --- per scale -----------------------------------------------------------------------------------------------
+
+
+def study_metrics_file(scale: str = "{scale}", study: str = "{study}") -> str:
+    return f"{study_folder(scale, study)}/metrics.csv"
+
+
+def report_manifest_file(scale: str = "{scale}") -> str:
+    return f"{RESULTS}/{scale}/report_manifest.json"
+
+
+def timestamps_file(scale: str = "{scale}") -> str:
+    return f"{RESULTS}/{scale}/timestamps.json"
+
+
+# --- reports and logs ----------------------------------------------------------------------------------------
+
+
+def artifact_file(output: str, extension: str, stem: str = "{stem}") -> str:
+    """A file of a figure (output 'figure') or table ('table'): reports/figures/<stem>.pdf, ..."""
+    if extension not in ARTIFACT_FORMATS[output]:
+        raise ValueError(f"a {output} is written as {', '.join(ARTIFACT_FORMATS[output])}, not {extension!r}")
+    return f"{ARTIFACT_FOLDERS[output]}/{stem}.{extension}"
+
+
+def artifact_files(output: str, stem: str = "{stem}") -> dict[str, str]:
+    """Every file of a figure or table, by extension."""
+    return {extension: artifact_file(output, extension, stem) for extension in ARTIFACT_FORMATS[output]}
+
+
+def log_file(step: str, name: str) -> str:
+    """The log of one job of a workflow step: logs/<step>/<name>.log."""
+    return f"{LOGS}/{step}/{name}.log"
