@@ -32,7 +32,6 @@ from bnnrepro.inference.score_estimators import kde_score
 from bnnrepro.methods import build_method
 from bnnrepro.methods.hmc import HamiltonianMonteCarlo
 from bnnrepro.methods.posterior_targets import FIGURE_ARRAYS, NetworkPosterior, gaussian_log_likelihood, relu_mlp
-from bnnrepro.methods.repulsive_ensembles import surrogate_loss
 from bnnrepro.optim import Adam
 from bnnrepro.runs import RunFolder
 from bnnrepro.train import compose_config, train
@@ -84,16 +83,6 @@ def batch(dataset: str, data_files: dict[str, Path], size: int = 32) -> tuple[to
 # --- the loop's step is the paper's update --------------------------------------------------------------------
 
 
-def test_surrogate_loss_has_the_value_and_minus_the_direction_as_gradient() -> None:
-    parameters = torch.randn(4, 3, requires_grad=True)
-    direction = 1e30 * torch.randn(4, 3)  # large enough to swamp the value if the terms were not bracketed
-    loss = surrogate_loss(parameters, direction, torch.tensor(1.25))
-    loss.backward()
-    assert loss.item() == 1.25
-    torch.testing.assert_close(parameters.grad, -direction)
-    assert surrogate_loss(parameters, torch.full((4, 3), math.nan), torch.tensor(1.25)).isnan()  # stops the run
-
-
 def exact_weight_scores(method: nn.Module, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
     """grad_w [N/B sum_b log N(y_b | f(x_b; w), 1) + log N(w | 0, I)] of each particle by a loop over particles,
     with torch.distributions (likelihood std 1 and prior variance 1 in posterior_network.yaml)."""
@@ -122,7 +111,7 @@ def test_weight_space_step_follows_the_rule_on_the_exact_posterior(config: str, 
         "kde_wgd": wgd_direction(particles, scores, kde_score),
         "svgd": svgd_direction(particles, scores),
     }[config]
-    method.loss(x, y, num_train).backward()
+    method.training_step(x, y, num_train, Adam(method.parameter_groups(0.01, 1.0)))
     torch.testing.assert_close(method.particles.grad, -expected, rtol=1e-4, atol=1e-3)
 
 
@@ -134,7 +123,7 @@ def test_function_space_step_follows_the_rule(config: str, data_files) -> None:
     x, y, num_train = batch("repulsive_toy", data_files)
     network, particles = method.target.network, method.particles.detach().clone()
     torch.manual_seed(1)
-    loss = method.loss(x, y, num_train)
+    loss = method.training_step(x, y, num_train, Adam(method.parameter_groups(0.01, 1.0)))
     torch.manual_seed(1)
     outputs, pull_back = ensemble_vjp(network, particles, x)
     prior_outputs = sample_prior_outputs(network, x, len(particles), 1.0)
@@ -144,10 +133,9 @@ def test_function_space_step_follows_the_rule(config: str, data_files) -> None:
         expected = fwgd_direction(outputs, scores, pull_back, kde_score)
     else:
         expected = fsvgd_direction(outputs, scores, pull_back)
-    loss.backward()
     torch.testing.assert_close(method.particles.grad, -expected, rtol=1e-4, atol=1e-3)
     log_posterior = num_train * log_likelihood(outputs, y).mean(1) - particles.square().sum(1) / 2
-    torch.testing.assert_close(loss.detach(), -log_posterior.mean() / num_train)
+    torch.testing.assert_close(torch.tensor(loss), -log_posterior.mean() / num_train)
 
 
 def test_wgd_without_repulsion_is_the_deep_ensemble(data_files) -> None:
@@ -161,9 +149,7 @@ def test_wgd_without_repulsion_is_the_deep_ensemble(data_files) -> None:
             method.estimator = torch.zeros_like
         optimizer = Adam(method.parameter_groups(0.01, 1.0))
         for _ in range(5):
-            optimizer.zero_grad()
-            method.loss(x, y, num_train).backward()
-            optimizer.step()
+            method.training_step(x, y, num_train, optimizer)
         moved[name] = method.particles.detach()
     torch.testing.assert_close(moved["off"], moved["de"], rtol=0, atol=0)
     assert (moved["wgd"] - moved["de"]).abs().max() > 1e-3
@@ -189,7 +175,7 @@ def test_hmc_recovers_the_posterior_of_a_conjugate_linear_regression() -> None:
     torch.manual_seed(0)
     target = NetworkPosterior(relu_mlp(1, [], 1), gaussian_log_likelihood(std), prior_variance, "regression")
     hmc = HamiltonianMonteCarlo(target, num_chains=2, warmup_steps=200, num_samples=500, max_tree_depth=4)
-    hmc.loss(x, y, len(x))
+    hmc.training_step(x, y, len(x), Adam(hmc.parameter_groups(0.01, 1.0)))
     samples = hmc.samples.double()
     sd = covariance.diagonal().sqrt()
     assert ((samples.mean(0) - mean).abs() / sd).max() < 0.25
@@ -217,10 +203,8 @@ def test_every_ensemble_config_builds_and_takes_a_step(config: str, dataset: str
     method = build(config, dataset, data_files, "method.num_particles=4")
     before = method.particles.detach().clone()
     optimizer = Adam(method.parameter_groups(0.01, 1.0))
-    loss = method.loss(*batch(dataset, data_files))
-    loss.backward()
-    optimizer.step()
-    assert torch.isfinite(loss) and (method.particles - before).abs().max() > 0
+    loss = method.training_step(*batch(dataset, data_files), optimizer)
+    assert math.isfinite(loss) and (method.particles - before).abs().max() > 0
     assert len(method.particles) == (100 if dataset == "gaussian_target" else 4)  # a target's particles: its data's
 
 
@@ -229,12 +213,12 @@ def test_hmc_config_builds_and_samples(dataset: str, data_files) -> None:
     method = build("hmc", dataset, data_files, *TINY_HMC)
     prior_draws = method.samples.clone()
     x, y, num_train = batch(dataset, data_files, size=200)
-    loss = method.loss(x, y, num_train)
-    loss.backward()  # a no-op for the loop: HMC has no trainable parameters
-    assert torch.isfinite(loss) and method.samples.shape == prior_draws.shape
+    optimizer = Adam(method.parameter_groups(0.01, 1.0))
+    loss = method.training_step(x, y, num_train, optimizer)
+    assert math.isfinite(loss) and method.samples.shape == prior_draws.shape
     assert not torch.equal(method.samples, prior_draws)
     with pytest.raises(ValueError, match="full-data posterior"):
-        method.loss(x[:10], y[:10], num_train)
+        method.training_step(x[:10], y[:10], num_train, optimizer)
 
 
 # --- checkpoints reload for the figures' evaluation -------------------------------------------------------------

@@ -51,7 +51,8 @@ def test_gp_matches_sklearn(toy):
     lengthscale, signal_variance, noise_variance = 0.4, 0.8, 0.02
     gp = toy_baselines.GaussianProcessRegression(1, lengthscale, signal_variance, noise_variance, eval_samples=3)
     x, y = tensors(toy, "train")
-    lml = -NUM_TRAIN * gp.loss(x, y, NUM_TRAIN)  # also stores the training data
+    gp.condition_on(x, y)
+    lml = -NUM_TRAIN * gp.loss(x, y, NUM_TRAIN)
     grid = torch.as_tensor(toy.x("test"), dtype=torch.float64)
     mean, covariance = gp.posterior(grid)
 
@@ -69,9 +70,10 @@ def test_gp_checkpoint_predicts_the_same_and_untrained_is_the_prior(configs, toy
     gp = build(configs, toy, "gp")
     untrained = copy.deepcopy(gp)
     x, y = tensors(toy, "train")
-    gp.loss(x, y, NUM_TRAIN)
+    optimizer = Adam(gp.parameter_groups(0.01, 0.1))
+    gp.training_step(x, y, NUM_TRAIN, optimizer)
     with pytest.raises(ValueError, match="whole training set"):
-        gp.loss(x[:10], y[:10], NUM_TRAIN)
+        gp.training_step(x[:10], y[:10], NUM_TRAIN, optimizer)
 
     reloaded = copy.deepcopy(untrained)
     state = gp.state_dict()
@@ -137,10 +139,7 @@ def test_method_fits_the_toy(configs, toy, name):
     x, y = tensors(toy, "train")
     optimizer = Adam(method.parameter_groups(0.01, 0.1))
     for _ in range(300):
-        loss = method.loss(x, y, NUM_TRAIN)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        method.training_step(x, y, NUM_TRAIN, optimizer)
     samples = method.predict(x)
     expected_samples = configs[name].method.get("eval_samples", configs[name].method.get("num_members"))
     assert samples.shape == (expected_samples, NUM_TRAIN, 1)

@@ -112,13 +112,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
             for batch in torch.randperm(num_train, generator=shuffle).split(cfg.train.batch_size):
                 method.adapt_architecture(optimizer)
                 batch = batch.to(device)
-                loss = method.loss(x_train[batch], y_train[batch], num_train)
-                if not torch.isfinite(loss):
-                    raise DivergedError(f"the loss is {loss.item()}")
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                loss_sum += loss.item() * len(batch)
+                loss_sum += method.training_step(x_train[batch], y_train[batch], num_train, optimizer) * len(batch)
                 # torchsde's Brownian intervals are reference cycles holding their noise: free them each step
                 gc.collect(1)
         except DivergedError as err:
@@ -130,6 +124,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
         timing.append({"epoch": epoch, "train_seconds": seconds, "peak_memory_mib": peak_memory_mib(device)})
         if epoch % cfg.train.eval_every == 0 or epoch == epochs:
             method.adapt_architecture(optimizer)
+            method.fit_posterior(x_train, y_train)
             splits_now = ("train", "val", "test") if epoch == epochs else ("val", "test")
             record = {
                 "epoch": epoch,

@@ -107,11 +107,24 @@ def augmented_dimensions(context: ArtifactContext) -> Figure:
     return fig
 
 
-@figure("sdebnn/fig10", uses="runs", run_file=TOY_PATHS, methods=("gp", "deep_ensemble", "mfvi"), note=toy_note)
+FIG10_TITLES = {
+    "gp": "Gaussian Process",
+    "deep_ensemble": "Deep Ensemble K=8",
+    "mfvi": "MFVI",
+    "laplace": "Laplace, last layer (ours, not in the paper)",
+}
+"""The panels of P1 Fig. 10: the paper's three comparison models, then this project's Laplace approximation."""
+
+
+def fig10_note(scale: str) -> str:
+    return f"{toy_note(scale)} The last panel, a Laplace approximation, is this project's addition, not the paper's."
+
+
+@figure("sdebnn/fig10", uses="runs", run_file=TOY_PATHS, methods=tuple(FIG10_TITLES), note=fig10_note)
 def baseline_posteriors(context: ArtifactContext) -> Figure:
-    """Posterior predictives of a Gaussian process, a deep ensemble (K = 8) and mean-field VI."""
-    titles = {"gp": "Gaussian Process", "deep_ensemble": "Deep Ensemble K=8", "mfvi": "MFVI"}
-    return _predictive_panels([(_run(context, m), "posterior_predictive", t) for m, t in titles.items()])
+    """Posterior predictives of a Gaussian process, a deep ensemble (K = 8) and mean-field VI (the paper's), and
+    of a last-layer Laplace approximation after MAP training (Daxberger et al. 2021; this project's addition)."""
+    return _predictive_panels([(_run(context, m), "posterior_predictive", t) for m, t in FIG10_TITLES.items()])
 
 
 @figure("sdebnn_ws/fig1", uses="runs", run_file=TOY_PATHS, methods=("ws_odenet", "ws_sdebnn"), note=toy_note)

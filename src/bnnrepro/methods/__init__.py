@@ -1,8 +1,7 @@
-"""Inference methods. Each Hydra `method` name maps to the module that builds it.
+"""Inference methods. Each Hydra `method` name maps to the module whose `build(cfg, spec)` builds it.
 
-A method is an `nn.Module` with `parameter_groups(lr, depth_lr_ratio)`, `adapt_architecture(optimizer)`,
-`loss(x, y, num_train)`, `predict(x)`, `diagnostics()` and `prepare_resume(state)`. Modules are imported
-only when their method runs, so a job loads nothing it does not use.
+A method is an `nn.Module` with the hooks of `bnnrepro.methods.protocol.Method`, checked when it is built.
+Modules are imported only when their method runs, so a job loads nothing it does not use.
 """
 
 from __future__ import annotations
@@ -11,9 +10,9 @@ import importlib
 
 import yaml
 from omegaconf import DictConfig
-from torch import nn
 
 from bnnrepro.data.spec import DataSpec
+from bnnrepro.methods.protocol import Method, check_method
 from bnnrepro.paths import train_config_dir
 
 METHOD_MODULES = {
@@ -33,6 +32,7 @@ METHOD_MODULES = {
     "latent_sde": "bnnrepro.methods.latent_sde",
     "repulsive_ensemble": "bnnrepro.methods.repulsive_ensembles",
     "hmc": "bnnrepro.methods.hmc",
+    "laplace": "bnnrepro.methods.laplace",
 }
 
 
@@ -65,8 +65,12 @@ def config_method_name(config_name: str) -> str:
     return config_method_name(parents[0])
 
 
-def build_method(cfg: DictConfig, spec: DataSpec) -> nn.Module:
+def build_method(cfg: DictConfig, spec: DataSpec) -> Method:
+    """The method `cfg.method.name` on data `spec`; an error names a missing hook of the protocol."""
     name = cfg.method.name
     if name not in METHOD_MODULES:
         raise KeyError(f"unknown method {name!r}; known methods: {', '.join(sorted(METHOD_MODULES))}")
-    return importlib.import_module(METHOD_MODULES[name]).build(cfg, spec)
+    module = METHOD_MODULES[name]
+    method = importlib.import_module(module).build(cfg, spec)
+    check_method(method, module)
+    return method

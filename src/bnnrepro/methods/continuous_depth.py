@@ -19,6 +19,7 @@ from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_predictive_arrays
 from bnnrepro.methods.image_classifiers import image_network
+from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.weight_sde import (
     SDEBNN,
     AugmentedWeightSDE,
@@ -62,7 +63,7 @@ class ODENet(nn.Module):
         return self.output_layer(h1.flatten(0, 1)).unsqueeze(0), self.w0.new_zeros(1)
 
 
-class ContinuousDepthMethod(FixedArchitectureMethod):
+class ContinuousDepthMethod(LossMinimiser, FixedArchitectureMethod):
     """A continuous-depth network with its likelihood, trained on the per-datum negative ELBO."""
 
     def __init__(

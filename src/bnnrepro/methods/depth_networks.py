@@ -28,6 +28,7 @@ from bnnrepro.inference.depth_posteriors import (
     UniformDepthPrior,
     expected_depth,
 )
+from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.unbounded_depth import (
     UnboundedDepthNetwork,
     fully_connected_layer,
@@ -36,7 +37,7 @@ from bnnrepro.models.unbounded_depth import (
 from bnnrepro.optim import Adam
 
 
-class DepthNetworkMethod(nn.Module):
+class DepthNetworkMethod(LossMinimiser):
     """A network over depths with its q(l), p(l) and N(0, s^2) weight prior; trained on -ELBO / n."""
 
     def __init__(

@@ -26,7 +26,9 @@ def toy_predictive_arrays(method: nn.Module, splits: Splits, untrained: nn.Modul
 
 
 class FixedArchitectureMethod(nn.Module):
-    """The training-loop interface of a method whose architecture does not change while it trains."""
+    """The hooks of `bnnrepro.methods.protocol.Method` that a method whose architecture does not change while it
+    trains shares: one Adam group, nothing to grow or rebuild, no diagnostics, nothing to prepare before a
+    checkpoint loads. The step and `fit_posterior` are the method's own (or `LossMinimiser`'s)."""
 
     def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
         return [{"params": list(self.parameters()), "lr": lr}]

@@ -2,13 +2,13 @@
 Pyro's No-U-Turn sampler on the same network posterior the ensembles sample (bnnrepro.methods.posterior_targets).
 
 The paper states no HMC setting and the authors' code has none; the choices are in config/train/method/hmc.yaml.
-Its "training" is sampling: one call of `loss`, on the whole training set, runs `num_chains` chains one after
-another (each with its own warm-up, which adapts the step size and a diagonal mass matrix) and keeps their draws
-as the method's state (the `samples` buffer, saved in the checkpoint). HMC has no trainable parameters: the loss it
-returns is the draws' mean negative log posterior per datum, detached and made a leaf so that the loop's backward
-pass and Adam step do nothing. Before sampling, `samples` holds prior draws, so the untrained method of an
-evaluation gives the prior predictive; each chain starts from the last draw of its block of `samples` (a prior draw
-the first time; a run with more epochs continues its chains with a fresh warm-up).
+Its training step samples: one step, on the whole training set, runs `num_chains` chains one after another (each
+with its own warm-up, which adapts the step size and a diagonal mass matrix) and keeps their draws as the method's
+state (the `samples` buffer, saved in the checkpoint). HMC has no trainable parameters and never uses the
+optimiser; the step reports the draws' mean negative log posterior per datum. Before sampling, `samples` holds
+prior draws, so the untrained method of an evaluation gives the prior predictive; each chain starts from the last
+draw of its block of `samples` (a prior draw the first time; a run with more epochs continues its chains with a
+fresh warm-up).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pyro.infer.mcmc import MCMC, NUTS
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods.posterior_targets import NetworkPosterior, WeightSamples, build_target
+from bnnrepro.methods.protocol import finite_loss
+from bnnrepro.optim import Adam
 
 MIN_DRAWS = 4
 """Pyro's chain diagnostics (which count the divergent transitions) split each chain's draws into two halves of two."""
@@ -44,9 +46,9 @@ class HamiltonianMonteCarlo(WeightSamples):
     def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
         return [{"params": [], "lr": lr}]
 
-    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
         """Sample the posterior given the whole training set (x, y); return the draws' mean negative log
-        posterior per datum as a fresh leaf (see the module docstring)."""
+        posterior per datum (the optimiser, which holds no parameters, is not used)."""
         if len(x) != num_train:
             raise ValueError(
                 f"HMC samples the full-data posterior, got a batch of {len(x)} of {num_train} points: "
@@ -77,8 +79,7 @@ class HamiltonianMonteCarlo(WeightSamples):
             "mean_step_size": sum(step_sizes) / len(step_sizes),
         }
         with torch.no_grad():
-            value = -self.target.log_density(self.samples, x, y, num_train).mean() / num_train
-        return value.requires_grad_()
+            return finite_loss(-self.target.log_density(self.samples, x, y, num_train).mean() / num_train)
 
     def diagnostics(self) -> dict[str, float]:
         """The last sampling's divergent transitions (after warm-up) and mean adapted step size."""

@@ -19,6 +19,7 @@ from torch.func import functional_call, grad, vmap
 from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
+from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.metrics import gradient_standard_deviation, gradient_variance
 from bnnrepro.models.latent_sde import LatentSDE
 from bnnrepro.models.weight_sde import KL_ESTIMATORS, DriftNet, RegressionLikelihood, negative_elbo
@@ -29,7 +30,7 @@ JOINT_SAMPLES = 4000  # samples of (z_t0, z_t1) for the joint density and margin
 GRADIENT_CHUNK = 250  # gradient draws vectorised at once (bounds the memory of the per-draw backward passes)
 
 
-class LatentSDEMethod(FixedArchitectureMethod):
+class LatentSDEMethod(LossMinimiser, FixedArchitectureMethod):
     """A `LatentSDE` with its observation likelihood, trained on the per-datum negative ELBO."""
 
     def __init__(self, model: LatentSDE, likelihood: RegressionLikelihood, cfg: DictConfig):

@@ -377,6 +377,9 @@ class WeightSamples(FixedArchitectureMethod):
     def diagnostics(self) -> dict[str, float]:
         return self.target.diagnostics(self.weights())
 
+    def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
+        """The samples, which the steps move, are the whole posterior: nothing to fit after them."""
+
     def evaluation_arrays(self, name: str, splits: Splits, untrained: nn.Module) -> dict[str, np.ndarray]:
         if name != FIGURE_ARRAYS:
             raise KeyError(f"unknown evaluation {name!r} for {type(self).__name__}; known: {FIGURE_ARRAYS}")

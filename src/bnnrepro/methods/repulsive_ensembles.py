@@ -6,12 +6,11 @@ Rules (config `rule`, with `estimator` kde | sge | ssge for the Wasserstein ones
   svgd   eq. (6), weight-space SVGD                              fwgd   eqs. (5), (18)-(20), kde/sge/ssge-fWGD
   fsvgd  eq. (7), function-space SVGD (on a training minibatch, §1.7)
 
-Driving the update from the training loop: the update w_i <- w_i + eps_t phi(w_i) of eq. (2) is not the gradient
-of a loss (the repulsion is not, and neither is SVGD's kernel-averaged drive). `loss` therefore returns a surrogate
-(`surrogate_loss`) whose gradient with respect to the stacked particles is exactly -phi and whose value is the
-particles' mean negative log target (per datum for a posterior), so that the loop's backward pass and Adam step
-apply the paper's update through Adam, as the authors' code does (`W.grad = -phi; optimizer.step()`; the paper
-states no step size, repulsive.md §1.0, §4, §7.4). A non-finite direction makes the loss NaN, which stops the run.
+The training step: the update w_i <- w_i + eps_t phi(w_i) of eq. (2) is not the gradient of a loss (the
+repulsion is not, and neither is SVGD's kernel-averaged drive), so the step sets the particles' gradient to -phi
+and takes an Adam step, as the authors' code does (`W.grad = -phi; optimizer.step()`; the paper states no step
+size). It reports the particles' mean negative log target (per datum for a posterior); a non-finite direction or
+value stops the run (DivergedError).
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from omegaconf import DictConfig
 from torch import nn
 
 from bnnrepro.data.spec import DataSpec
+from bnnrepro.errors import DivergedError
 from bnnrepro.inference.repulsive import (
     deep_ensemble_direction,
     fsvgd_direction,
@@ -32,17 +32,11 @@ from bnnrepro.inference.repulsive import (
 )
 from bnnrepro.inference.score_estimators import ScoreEstimator, kde_score, sge_score, ssge_score
 from bnnrepro.methods.posterior_targets import NetworkPosterior, SamplingTarget, Target, WeightSamples, build_target
+from bnnrepro.methods.protocol import finite_loss
+from bnnrepro.optim import Adam
 
 WEIGHT_SPACE_RULES = ("de", "wgd", "svgd")
 FUNCTION_SPACE_RULES = ("fwgd", "fsvgd")
-
-
-def surrogate_loss(parameters: torch.Tensor, direction: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    """A scalar whose value is `value` and whose gradient w.r.t. `parameters` is -direction: value + (s - stop(s))
-    with s = -<stop(direction), parameters> (the bracket is exactly 0, however large s is). Gradient descent on it
-    moves the parameters along `direction`."""
-    inner = -(direction.detach() * parameters).sum()
-    return value.detach() + (inner - inner.detach())
 
 
 def score_estimator(name: str, ridge: float, num_eigenfunctions: int | None) -> ScoreEstimator:
@@ -91,10 +85,15 @@ class ParticleEnsemble(WeightSamples):
             return svgd_direction(particles, grads), value
         return deep_ensemble_direction(grads), value
 
-    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
-        """The surrogate of the update (module docstring): its gradient w.r.t. the particles is -phi."""
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+        """The rule's update through the optimiser: particles.grad = -phi, then optimizer.step() (module docstring)."""
         direction, value = self.direction(x, y, num_train)
-        return surrogate_loss(self.particles, direction, value)
+        if not torch.isfinite(direction).all():
+            raise DivergedError(f"the update direction of rule {self.rule!r} is not finite")
+        loss = finite_loss(value)
+        self.particles.grad = -direction
+        optimizer.step()
+        return loss
 
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> ParticleEnsemble:

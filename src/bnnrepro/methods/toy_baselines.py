@@ -18,22 +18,25 @@ from torch import nn
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
+from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.weight_sde import ACTIVATIONS, RegressionLikelihood, negative_elbo
+from bnnrepro.optim import Adam
 
 # Added to the diagonal of the GP's predictive covariance before its Cholesky factor is taken for sampling (a
 # dense grid makes it numerically singular); relative to the signal variance, i.e. 0.1% of the prior std.
 SAMPLING_JITTER = 1e-6
 
 
-class GaussianProcessRegression(FixedArchitectureMethod):
+class GaussianProcessRegression(LossMinimiser, FixedArchitectureMethod):
     """Exact GP regression, zero mean, kernel s^2 exp(-|x - x'|^2 / (2 l^2)) plus N(0, noise_variance) noise;
     the loss is the negative log marginal likelihood per datum (type-II maximum likelihood of log l, log s^2 and
     log noise_variance). All linear algebra is float64 Cholesky (Rasmussen & Williams 2006, Alg. 2.1).
 
-    The GP conditions on the data it was trained on: `loss` stores its batch, which must be the whole training
-    set, in the buffers x_train / y_train, so that they are in the state_dict and a reloaded checkpoint predicts
-    the same. Before any `loss` call the GP holds no data and `predict` draws from the prior (the "untrained"
-    method of an evaluation gives the prior predictive)."""
+    The GP conditions on the data it was trained on: its training step stores its batch, which must be the whole
+    training set, in the buffers x_train / y_train (`condition_on`), so that they are in the state_dict and a
+    reloaded checkpoint predicts the same. (The batch is stored in the loop's shuffled order: the order enters the
+    rounding of the Cholesky factor.) Before any step the GP holds no data and `predict` draws from the prior
+    (the "untrained" method of an evaluation gives the prior predictive)."""
 
     def __init__(
         self, num_features: int, lengthscale: float, signal_variance: float, noise_variance: float, eval_samples: int
@@ -70,8 +73,17 @@ class GaussianProcessRegression(FixedArchitectureMethod):
                 f"the exact GP needs the whole training set in each batch, got {len(x)} of {num_train} points: "
                 "set train.batch_size >= the number of training points"
             )
+        return -self.log_marginal_likelihood(x.double(), y.double()[:, 0]) / num_train
+
+    def condition_on(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """Store the training data (x [N, D], y [N, 1]) that the posterior conditions on, in float64."""
         self.x_train, self.y_train = x.detach().double(), y.detach().double()[:, 0]
-        return -self.log_marginal_likelihood(self.x_train, self.y_train) / num_train
+
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+        """One type-II maximum-likelihood step on the whole training set (x, y), then condition on it."""
+        value = super().training_step(x, y, num_train, optimizer)
+        self.condition_on(x, y)
+        return value
 
     def posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean [N] and covariance [N, N] of the latent f at inputs x [N, D] (float64) given the stored
@@ -136,7 +148,7 @@ def layer_sizes(num_features: int, hidden_widths: Sequence[int]) -> list[tuple[i
     return list(pairwise([num_features, *hidden_widths, 1]))
 
 
-class DeepEnsemble(FixedArchitectureMethod):
+class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
     """K independently initialised MLPs (Lakshminarayanan et al. 2017) held as stacked weights, trained on the sum
     of their mean squared errors: member k's gradient is that of its own MSE, so with Adam's per-parameter
     updates each member trains exactly as it would alone."""
@@ -167,7 +179,7 @@ def gaussian_kl(mean: torch.Tensor, log_std: torch.Tensor, prior_std: float) -> 
     return 0.5 * (variance_ratio + mean.pow(2) / prior_std**2 - 1 - variance_ratio.log()).sum()
 
 
-class MeanFieldBNN(FixedArchitectureMethod):
+class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
     """Bayes by backprop (Blundell et al. 2015): a fully factorised Gaussian q(w) over all weights and biases of
     an MLP, prior N(0, prior_std^2) per weight, a Gaussian likelihood, and the per-datum negative ELBO
     (-N/B sum_b E_q log p(y_b | x_b, w) + KL(q || p)) / N with S reparameterised weight samples per step and the

@@ -1,0 +1,87 @@
+"""What the training job (bnnrepro.train) and the evaluation job (bnnrepro.evaluation) call on a method.
+
+A method is an `nn.Module` with every hook of `Method`; `build_method` checks it (`check_method`). The training
+loop, for each epoch: `adapt_architecture` and `training_step` on each minibatch; before each evaluation (every
+`train.eval_every` epochs and after the last): `adapt_architecture`, `fit_posterior` on the whole training set,
+then `predict` and `diagnostics`. A resumed run and the evaluation job call `prepare_resume` with a checkpoint's
+state_dict before loading it, so whatever a method fits must live in its state_dict (parameters or buffers).
+
+Who implements what: a method trained by gradient steps on a loss derives from
+`bnnrepro.methods.loss_minimiser.LossMinimiser` (the default step, nothing to fit after it) and writes `loss`;
+a method with a fixed architecture derives from `bnnrepro.methods.fixed_architecture.FixedArchitectureMethod`
+(one Adam group, nothing to grow or rebuild, no diagnostics). Other methods write their own step: HMC samples
+(bnnrepro.methods.hmc), the particle methods apply their update (bnnrepro.methods.repulsive_ensembles); the
+Laplace approximation fits its posterior in `fit_posterior` (bnnrepro.methods.laplace).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from bnnrepro.errors import DivergedError
+from bnnrepro.optim import Adam
+
+
+class Method(Protocol):
+    """The hooks of a method (besides those of `nn.Module`: train/eval, to, state_dict, load_state_dict)."""
+
+    def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
+        """The optimiser's parameter groups: the weights at `lr`, any depth posterior at lr * depth_lr_ratio."""
+        ...
+
+    def adapt_architecture(self, optimizer: Adam) -> None:
+        """Grow or rebuild the architecture before a step or an evaluation, adding new parameters to `optimizer`."""
+        ...
+
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+        """Train on the minibatch (x, y) of a training set of num_train points; return the batch's loss per datum
+        (for the log: the epoch's `train_loss` is its mean over the batches). Raise `DivergedError` when the loss
+        is not finite (`finite_loss`)."""
+        ...
+
+    def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
+        """Fit, on the whole training set, what the posterior needs beyond the steps (called before each
+        evaluation, so that every evaluation, intermediate or last, sees the posterior at the current weights)."""
+        ...
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Classification: predictive probabilities [N, C]; regression: S samples of the predictive mean
+        function [S, N, D]."""
+        ...
+
+    def diagnostics(self) -> dict[str, float]:
+        """Scalars recorded with each evaluation."""
+        ...
+
+    def prepare_resume(self, state: dict) -> None:
+        """Shape the module like the checkpoint's state_dict `state`, so that it loads."""
+        ...
+
+
+HOOKS = tuple(name for name, value in vars(Method).items() if callable(value) and not name.startswith("_"))
+"""The names of `Method`'s hooks, in the order the protocol declares them."""
+
+
+def check_method(method: object, module: str) -> None:
+    """Raise TypeError unless `method`, returned by `module`'s `build`, is an `nn.Module` with every hook."""
+    if not isinstance(method, nn.Module):
+        raise TypeError(f"{module}.build returned a {type(method).__name__}; a method must be an nn.Module")
+    missing = [hook for hook in HOOKS if not callable(getattr(method, hook, None))]
+    if missing:
+        raise TypeError(
+            f"method {type(method).__name__} of {module} lacks the hook(s) {', '.join(missing)} of "
+            f"bnnrepro.methods.protocol.Method (hooks: {', '.join(HOOKS)}); define them, or derive from "
+            "bnnrepro.methods.loss_minimiser.LossMinimiser for the default step"
+        )
+
+
+def finite_loss(loss: torch.Tensor) -> float:
+    """The scalar `loss` as a float; DivergedError when it is not finite (the loop then names the run and the fix)."""
+    value = loss.item()
+    if not math.isfinite(value):
+        raise DivergedError(f"the loss is {value}")
+    return value

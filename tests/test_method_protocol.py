@@ -1,0 +1,200 @@
+"""The method protocol (bnnrepro.methods.protocol): a method missing a hook is an error naming it, every method
+config builds into a method with every hook, and the steps that are not loss steps give the numbers of the old
+loss path: the particle methods' update equals the backward pass of the surrogate loss that the loop used to
+minimise (whose gradient is exactly -phi), HMC's step reports its draws' negative log posterior."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from bnnrepro.data.spec import DataSpec
+from bnnrepro.errors import DivergedError
+from bnnrepro.methods import METHOD_MODULES, build_method, config_method_name
+from bnnrepro.methods.hmc import HamiltonianMonteCarlo
+from bnnrepro.methods.loss_minimiser import LossMinimiser
+from bnnrepro.methods.posterior_targets import NetworkPosterior, SamplingTarget, gaussian_log_likelihood, relu_mlp
+from bnnrepro.methods.protocol import HOOKS, check_method
+from bnnrepro.methods.repulsive_ensembles import ParticleEnsemble
+from bnnrepro.optim import Adam
+from bnnrepro.paths import train_config_dir
+from bnnrepro.train import compose_config
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+TOY = DataSpec("regression", 1, 0, (1,))
+SPIRALS = DataSpec("classification", 2, 2, (2,))
+MNIST = DataSpec("classification", 28, 10, (28, 28))
+CIFAR10 = DataSpec("classification", 32, 10, (32, 32, 3))
+
+
+class WithoutStep(nn.Module):
+    """A method that forgot its step and its posterior fit."""
+
+    def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
+        return []
+
+    def adapt_architecture(self, optimizer: Adam) -> None: ...
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def diagnostics(self) -> dict[str, float]:
+        return {}
+
+    def prepare_resume(self, state: dict) -> None: ...
+
+
+def build(cfg, spec: DataSpec) -> nn.Module:  # this module stands in for a method module in METHOD_MODULES
+    return WithoutStep()
+
+
+def test_a_method_missing_a_hook_is_an_error_naming_the_hook_and_the_module(monkeypatch) -> None:
+    monkeypatch.setitem(METHOD_MODULES, "without_step", __name__)
+    cfg = compose_config(["method=gp", "dataset=sdebnn_toy", "run_dir=unused", "method.name=without_step"])
+    with pytest.raises(TypeError, match=r"lacks the hook\(s\) training_step, fit_posterior") as error:
+        build_method(cfg, TOY)
+    assert __name__ in str(error.value)
+    with pytest.raises(TypeError, match="must be an nn.Module"):
+        check_method(object(), "some.module")
+
+
+def test_the_hooks_are_the_protocols() -> None:
+    assert HOOKS == (
+        "parameter_groups", "adapt_architecture", "training_step", "fit_posterior", "predict", "diagnostics",
+        "prepare_resume",
+    )  # fmt: skip
+
+
+def test_a_loss_minimiser_without_a_loss_cannot_be_built() -> None:
+    class NoLoss(LossMinimiser):
+        pass
+
+    with pytest.raises(TypeError, match="loss"):
+        NoLoss()
+
+
+def method_configs() -> list[str]:
+    """Every config of config/train/method that names a method (posterior_network is a base, not a method)."""
+    names = []
+    for path in sorted((train_config_dir() / "method").glob("*.yaml")):
+        try:
+            config_method_name(path.stem)
+        except KeyError:
+            continue
+        names.append(path.stem)
+    return names
+
+
+def dataset_of(config: str) -> tuple[str, DataSpec]:
+    """A dataset the method config trains on, and its spec (no data file is read to build a method)."""
+    module = METHOD_MODULES[config_method_name(config)]
+    if module.endswith("depth_networks"):
+        return "spirals", SPIRALS
+    if module.endswith("latent_sde"):
+        return "sdebnn_two_obs", TOY
+    if config.endswith("mnist"):
+        return "mnist", MNIST
+    if config.endswith("cifar10") or "resnet32" in config:
+        return "cifar10", CIFAR10
+    if module.endswith(("repulsive_ensembles", "hmc")):
+        return "repulsive_toy", TOY
+    return "sdebnn_toy", TOY
+
+
+@pytest.mark.parametrize("config", method_configs())
+def test_every_method_config_builds_into_a_method_with_every_hook(config: str) -> None:
+    dataset, spec = dataset_of(config)
+    cfg = compose_config([f"method={config}", f"dataset={dataset}", "run_dir=unused", "scale=smoke"])
+    method = build_method(cfg, spec)  # checks the hooks
+    assert all(callable(getattr(method, hook)) for hook in HOOKS)
+
+
+# --- the default step ------------------------------------------------------------------------------------------
+
+
+class Quadratic(LossMinimiser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor([1.0, -2.0]))
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        return (self.w * x).sum() ** 2 / num_train
+
+
+def test_the_default_step_is_one_adam_step_on_the_loss_and_stops_before_a_non_finite_backward() -> None:
+    method, x = Quadratic(), torch.tensor([3.0, 1.0])
+    optimizer = Adam([{"params": [method.w], "lr": 0.1}])
+    assert method.training_step(x, x, 2, optimizer) == (3.0 - 2.0) ** 2 / 2
+    # Adam's first step moves each weight by lr against the sign of its gradient 2 (w . x) x / N = (3, 1)
+    torch.testing.assert_close(method.w.detach(), torch.tensor([0.9, -2.1]))
+    method.w.grad = None
+    with pytest.raises(DivergedError, match="the loss is nan"):
+        method.training_step(torch.tensor([math.nan, 1.0]), x, 2, optimizer)
+    assert method.w.grad is None  # no backward pass on a non-finite loss
+
+
+# --- the particle methods' step: particles.grad = -phi, then the optimiser ------------------------------------
+
+
+def standard_normal_target(particles: torch.Tensor) -> SamplingTarget:
+    return SamplingTarget(lambda w: -0.5 * w.square().sum(-1), particles, particles)
+
+
+def old_surrogate_update(particles: torch.Tensor, lr: float) -> torch.Tensor:
+    """The old loop on rule "de" of a standard normal: the surrogate value + (s - stop(s)), s = -<stop(phi), w>,
+    phi = grad log p(w) = -w, its backward pass and an Adam step."""
+    w = nn.Parameter(particles.clone())
+    direction = -w.detach()
+    inner = -(direction * w).sum()
+    surrogate = 0.5 * w.detach().square().sum(-1).mean() + (inner - inner.detach())
+    optimizer = Adam([{"params": [w], "lr": lr}])
+    optimizer.zero_grad()
+    surrogate.backward()
+    optimizer.step()
+    return w.detach()
+
+
+def test_the_particle_step_is_the_old_surrogate_loss_step() -> None:
+    particles = torch.tensor([[1.0, -2.0], [0.5, 3.0], [-1.5, 0.25]])
+    method = ParticleEnsemble(standard_normal_target(particles), particles.clone(), "de")
+    optimizer = Adam(method.parameter_groups(0.1, 1.0))
+    value = method.training_step(torch.zeros(0, 1), torch.zeros(0, 1), 1, optimizer)
+    assert value == pytest.approx(0.5 * particles.square().sum(-1).mean().item())  # mean -log p of the particles
+    torch.testing.assert_close(method.particles.grad, particles)  # -phi, phi = -w
+    torch.testing.assert_close(method.particles.detach(), old_surrogate_update(particles, 0.1), rtol=0, atol=0)
+    # by hand: Adam's first step moves each coordinate by lr against the sign of its gradient w
+    torch.testing.assert_close(method.particles.detach(), particles - 0.1 * particles.sign())
+
+
+def test_a_non_finite_particle_direction_stops_the_run() -> None:
+    particles = torch.tensor([[1.0, math.inf]])
+    method = ParticleEnsemble(standard_normal_target(particles), particles.clone(), "de")
+    with pytest.raises(DivergedError, match="direction of rule 'de' is not finite"):
+        method.training_step(torch.zeros(0, 1), torch.zeros(0, 1), 1, Adam(method.parameter_groups(0.1, 1.0)))
+
+
+# --- HMC's step samples -----------------------------------------------------------------------------------------
+
+
+def test_the_hmc_step_samples_and_reports_the_draws_negative_log_posterior() -> None:
+    """A linear model f(x) = a x + b, likelihood N(y | f, 0.5^2), prior N(0, 2 I): the step replaces the prior draws
+    and returns -(1/N) mean_s [sum_n log N(y_n | f(x_n; w_s), 0.5^2) - |w_s|^2 / 4], computed here by hand."""
+    torch.manual_seed(0)
+    x = torch.linspace(-1, 1, 5)[:, None]
+    y = 2 * x + 0.3
+    target = NetworkPosterior(relu_mlp(1, [], 1), gaussian_log_likelihood(0.5), 2.0, "regression")
+    hmc = HamiltonianMonteCarlo(target, num_chains=1, warmup_steps=5, num_samples=4, max_tree_depth=3)
+    prior_draws = hmc.samples.clone()
+    optimizer = Adam(hmc.parameter_groups(0.01, 1.0))
+    value = hmc.training_step(x, y, len(x), optimizer)
+    assert not torch.equal(hmc.samples, prior_draws) and not hmc.samples.requires_grad
+    assert optimizer.param_groups[0]["params"] == []
+    a, b = hmc.samples[:, :1], hmc.samples[:, 1:]
+    residuals = y[None, :, 0] - (a * x[:, 0] + b)
+    log_likelihood = (-0.5 * (residuals / 0.5) ** 2 - math.log(0.5) - 0.5 * math.log(2 * math.pi)).sum(1)
+    expected = -(log_likelihood - hmc.samples.square().sum(1) / 4).mean() / len(x)
+    assert value == pytest.approx(expected.item(), rel=1e-5)
