@@ -13,6 +13,9 @@ all: report
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
+	@# laplace-torch declares torchvision, which no code here imports. A CPU build of torch beside PyPI's CUDA build
+	@# of torchvision cannot load torchvision's operators, and then `import laplace` fails: drop such a torchvision.
+	$(VENV)/bin/python -c 'import torchvision' 2>/dev/null || $(VENV)/bin/pip uninstall --quiet -y torchvision
 	touch $(STAMP)
 
 setup: $(STAMP)
