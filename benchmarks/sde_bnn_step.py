@@ -43,10 +43,10 @@ import torchsde
 from torch import nn
 from torch.func import functional_call
 
+from bnnrepro.distributions import categorical_log_likelihood
 from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.models.weight_sde import (
     DriftNet,
-    categorical_log_likelihood,
     mlp_sdebnn,
     negative_elbo,
     with_time,

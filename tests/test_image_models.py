@@ -11,6 +11,7 @@ from torch.distributions import Normal, kl_divergence
 from torch.nn import functional as F
 from torch.nn.utils import parameters_to_vector
 
+from bnnrepro.distributions import gaussian_kl
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.methods.continuous_depth import ODENet
@@ -29,7 +30,6 @@ from bnnrepro.models.mean_field import (
     MeanFieldConv2d,
     MeanFieldLinear,
     SampledNetwork,
-    gaussian_kl,
     mean_field_kl,
     to_mean_field,
 )

@@ -23,7 +23,7 @@ from bnnrepro.train import compose_config, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-NOISE_STD, PRIOR_STD = 0.3, 0.8
+NOISE_STD, PRIOR_VARIANCE = 0.3, 0.64
 
 
 def linear_data() -> tuple[torch.Tensor, torch.Tensor]:
@@ -33,9 +33,9 @@ def linear_data() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def bayesian_linear_regression(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The exact posterior N(mean, covariance) of (weight, bias) under N(0, PRIOR_STD^2 I), in float64."""
+    """The exact posterior N(mean, covariance) of (weight, bias) under N(0, PRIOR_VARIANCE I), in float64."""
     features = torch.cat([x, torch.ones_like(x)], 1).double()
-    precision = features.T @ features / NOISE_STD**2 + torch.eye(2, dtype=torch.float64) / PRIOR_STD**2
+    precision = features.T @ features / NOISE_STD**2 + torch.eye(2, dtype=torch.float64) / PRIOR_VARIANCE
     covariance = torch.linalg.inv(precision)
     return covariance @ features.T @ y[:, 0].double() / NOISE_STD**2, covariance
 
@@ -44,7 +44,7 @@ def trained_linear_model(fit_prior_precision: bool = False, eval_samples: int = 
     """A model without hidden layer trained to its MAP weights by the loop's step (full batch), then fitted."""
     torch.manual_seed(0)
     x, y = linear_data()
-    method = LaplaceApproximation(1, [], PRIOR_STD, NOISE_STD, fit_prior_precision, eval_samples)
+    method = LaplaceApproximation(1, [], PRIOR_VARIANCE, NOISE_STD, fit_prior_precision, eval_samples)
     optimizer = Adam(method.parameter_groups(0.05, 1.0))
     for _ in range(1500):
         method.training_step(x, y, len(x), optimizer)
@@ -60,7 +60,7 @@ def test_the_map_and_the_laplace_posterior_of_a_linear_model_are_exact_bayesian_
     torch.testing.assert_close(weights, mean, rtol=0, atol=1e-4)
     scale = method.posterior_scale.double()
     torch.testing.assert_close(scale @ scale.T, covariance, rtol=1e-4, atol=1e-7)
-    assert float(method.prior_precision) == pytest.approx(1 / PRIOR_STD**2)  # fixed: not fitted
+    assert float(method.prior_precision) == pytest.approx(1 / PRIOR_VARIANCE)  # fixed: not fitted
 
 
 def test_the_predictive_draws_have_the_map_function_as_mean_and_the_posterior_covariance() -> None:
@@ -81,11 +81,11 @@ def test_the_predictive_draws_have_the_map_function_as_mean_and_the_posterior_co
 
 
 def test_the_marginal_likelihood_fits_the_prior_precision_into_the_posterior() -> None:
-    """With prior_precision_fit marglik the fitted precision differs from 1 / prior_std^2 and the posterior is
+    """With prior_precision_fit marglik the fitted precision differs from 1 / prior_variance and the posterior is
     the Bayesian linear regression one under it."""
     method = trained_linear_model(fit_prior_precision=True)
     fitted = float(method.prior_precision)
-    assert not math.isclose(fitted, 1 / PRIOR_STD**2, rel_tol=1e-3)
+    assert not math.isclose(fitted, 1 / PRIOR_VARIANCE, rel_tol=1e-3)
     x, _ = linear_data()
     features = torch.cat([x, torch.ones_like(x)], 1).double()
     precision = features.T @ features / NOISE_STD**2 + fitted * torch.eye(2, dtype=torch.float64)
@@ -109,7 +109,7 @@ def test_the_fit_is_deterministic_and_draws_no_random_numbers() -> None:
 def test_a_checkpoint_predicts_the_same_and_the_untrained_method_its_prior() -> None:
     method = trained_linear_model(eval_samples=50)
     torch.manual_seed(5)  # another initialisation
-    reloaded = LaplaceApproximation(1, [], PRIOR_STD, NOISE_STD, False, 50)
+    reloaded = LaplaceApproximation(1, [], PRIOR_VARIANCE, NOISE_STD, False, 50)
     prior = reloaded.posterior_scale.clone()
     state = method.state_dict()
     reloaded.prepare_resume(state)
@@ -119,7 +119,8 @@ def test_a_checkpoint_predicts_the_same_and_the_untrained_method_its_prior() -> 
     expected = method.predict(grid)
     torch.manual_seed(2)
     torch.testing.assert_close(reloaded.predict(grid), expected, rtol=0, atol=0)
-    torch.testing.assert_close(prior, PRIOR_STD * torch.eye(2))  # before any fit: the prior, around the initial weights
+    # before any fit: the prior, around the initial weights
+    torch.testing.assert_close(prior, math.sqrt(PRIOR_VARIANCE) * torch.eye(2))
     assert not torch.allclose(reloaded.posterior_scale, prior)
 
 

@@ -18,12 +18,13 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.data import latent_toys
 from bnnrepro.data.registry import generate_instance
+from bnnrepro.distributions import RegressionLikelihood
 from bnnrepro.evaluation import main as evaluate
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.methods import build_method
 from bnnrepro.methods.latent_sde import LatentSDEMethod
 from bnnrepro.models.latent_sde import LatentSDE, solver_grid
-from bnnrepro.models.weight_sde import KL_ESTIMATORS, DriftNet, RegressionLikelihood
+from bnnrepro.models.weight_sde import KL_ESTIMATORS, DriftNet
 from bnnrepro.runs import RunFolder
 from bnnrepro.studies import load_study
 from bnnrepro.train import compose_config, train

@@ -12,6 +12,7 @@ from scipy.integrate import solve_ivp
 from torch import nn
 from torch.distributions import Normal, kl_divergence
 
+from bnnrepro.distributions import RegressionLikelihood, categorical_log_likelihood
 from bnnrepro.inference import sde_solve
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings, brownian_motion, integrate
@@ -21,8 +22,6 @@ from bnnrepro.models.weight_sde import (
     HiddenDynamics,
     MLPHiddenDynamics,
     PosteriorDrift,
-    RegressionLikelihood,
-    categorical_log_likelihood,
     mlp_sdebnn,
     negative_elbo,
 )

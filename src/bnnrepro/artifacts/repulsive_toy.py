@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
 from bnnrepro.data.toy_regression import REPULSIVE_CLUSTERS
+from bnnrepro.distributions import normal_kl
 from bnnrepro.methods.posterior_targets import FIGURE_ARRAYS, SAMPLING_DENSITIES
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
@@ -120,11 +121,6 @@ def _gap(x: np.ndarray) -> np.ndarray:
     return (x > low) & (x < high)
 
 
-def _gaussian_kl(mean_p: np.ndarray, std_p: np.ndarray, mean_q: np.ndarray, std_q: np.ndarray) -> np.ndarray:
-    """KL(N(mean_p, std_p^2) || N(mean_q, std_q^2)), elementwise."""
-    return np.log(std_q / std_p) + (std_p**2 + (mean_p - mean_q) ** 2) / (2 * std_q**2) - 0.5
-
-
 @figure(
     "repulsive/fig1",
     uses="runs",
@@ -151,8 +147,8 @@ def regression_against_hmc(context: ArtifactContext) -> Figure:
         gap = _gap(x)
         title = f"{LABELS[method]}\ngap std {std[gap].mean():.2f}"
         if method != "hmc" and "hmc" in moments:
-            kl = _gaussian_kl(*(moment[gap] for moment in (*moments["hmc"], mean, std)))
-            title += f", gap KL(HMC || ·) {kl.mean():.2f}"
+            kl = normal_kl(*(torch.as_tensor(moment[gap]) for moment in (*moments["hmc"], mean, std)))
+            title += f", gap KL(HMC || ·) {float(kl.mean()):.2f}"
         ax.set(title=title, ylim=(-12, 10), xticks=[], yticks=[])
     fig.tight_layout()
     return fig

@@ -11,8 +11,6 @@ bounded support, so the lambda-gradient needs no score-function estimator.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 
@@ -33,13 +31,3 @@ def depth_elbo(
     # log q(l) itself (not log of exp) keeps the gradient finite where q(l) underflows to 0.
     per_depth = torch.where(support, log_prior + log_likelihood - weight_kl - log_q, torch.zeros_like(q))
     return (q * per_depth).sum()
-
-
-def gaussian_weight_kl(means: list[torch.Tensor], prior_std: float) -> torch.Tensor:
-    """KL(N(nu, I) || N(0, s^2 I)) summed over a block of weight tensors nu (0 for an empty block)."""
-    if not means:
-        return torch.zeros(())
-    squared_norm = sum(nu.pow(2).sum() for nu in means)
-    num_weights = sum(nu.numel() for nu in means)
-    precision = 1.0 / prior_std**2
-    return 0.5 * (precision * squared_norm + num_weights * (precision - 1.0 + 2.0 * math.log(prior_std)))

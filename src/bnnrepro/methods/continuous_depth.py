@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 from torch import nn
 
 from bnnrepro.data.spec import DataSpec, Splits
+from bnnrepro.distributions import RegressionLikelihood, categorical_log_likelihood
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_predictive_arrays
@@ -25,9 +26,7 @@ from bnnrepro.models.weight_sde import (
     AugmentedWeightSDE,
     HiddenDynamics,
     MLPHiddenDynamics,
-    RegressionLikelihood,
     ZeroAugment,
-    categorical_log_likelihood,
     negative_elbo,
 )
 

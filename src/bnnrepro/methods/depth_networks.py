@@ -18,7 +18,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from bnnrepro.data.spec import DataSpec
-from bnnrepro.inference.depth_elbo import depth_elbo, gaussian_weight_kl
+from bnnrepro.distributions import unit_variance_gaussian_kl
+from bnnrepro.inference.depth_elbo import depth_elbo
 from bnnrepro.inference.depth_posteriors import (
     CategoricalDepth,
     FixedDepth,
@@ -38,18 +39,18 @@ from bnnrepro.optim import Adam
 
 
 class DepthNetworkMethod(LossMinimiser):
-    """A network over depths with its q(l), p(l) and N(0, s^2) weight prior; trained on -ELBO / n."""
+    """A network over depths with its q(l), p(l) and N(0, weight_prior_variance) weight prior; trained on -ELBO / n."""
 
     def __init__(
         self,
         network: UnboundedDepthNetwork,
         depth_posterior: nn.Module,
         depth_prior: nn.Module,
-        weight_prior_std: float,
+        weight_prior_variance: float,
     ):
         super().__init__()
         self.network, self.depth_posterior, self.depth_prior = network, depth_posterior, depth_prior
-        self.weight_prior_std = weight_prior_std
+        self.weight_prior_variance = weight_prior_variance
         self.network.grow_to(depth_posterior.max_depth())
 
     def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
@@ -81,9 +82,9 @@ class DepthNetworkMethod(LossMinimiser):
         index = torch.tensor(depths, device=x.device) - 1
         log_lik = torch.zeros(max_depth, device=x.device, dtype=batch_log_lik.dtype).index_put((index,), batch_log_lik)
         block_kl = torch.stack(
-            [gaussian_weight_kl(b, self.weight_prior_std) for b in self.network.depth_blocks(max_depth)]
+            [unit_variance_gaussian_kl(b, self.weight_prior_variance) for b in self.network.depth_blocks(max_depth)]
         )
-        shared_kl = gaussian_weight_kl(self.network.shared_parameters(), self.weight_prior_std)
+        shared_kl = unit_variance_gaussian_kl(self.network.shared_parameters(), self.weight_prior_variance)
         weight_kl = block_kl.cumsum(0) + shared_kl
         log_prior = self.depth_prior.log_probs(max_depth).to(x.device)
         return depth_elbo(log_q, log_prior, log_lik, weight_kl)
@@ -141,4 +142,4 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
         linear_head(run_cfg.dataset.width, spec.num_classes),
         heads=cfg.heads,
     )
-    return DepthNetworkMethod(network, posterior, prior, cfg.weight_prior_std)
+    return DepthNetworkMethod(network, posterior, prior, cfg.weight_prior_variance)

@@ -1,9 +1,9 @@
 """A Laplace approximation fitted after MAP training (Daxberger et al. 2021, "Laplace Redux", with their library
 laplace-torch): this project's addition to the toy comparison models of SDE-BNN Fig. 10, not the paper's.
 
-Training (the default loss step): the MAP weights of a ReLU MLP under the prior N(0, prior_std^2 I) and a Gaussian
+Training (the default loss step): the MAP weights of a ReLU MLP under the prior N(0, prior_variance I) and a Gaussian
 likelihood of fixed scale, on the per-datum negative log joint
-    -(1/N) (N/B sum_b log N(y_b | f(x_b; theta), scale^2) + log N(theta | 0, prior_std^2 I)) + const.
+    -(1/N) (N/B sum_b log N(y_b | f(x_b; theta), scale^2) + log N(theta | 0, prior_variance I)) + const.
 `fit_posterior` (before each evaluation, on the whole training set): the Laplace approximation at the current
 weights over the last layer's weights and bias w (Redux Sec. 2: a subset of the weights), with the full generalised
 Gauss-Newton matrix, which for a Gaussian likelihood and a network linear in w is the exact Hessian, and the prior
@@ -14,7 +14,7 @@ reloaded checkpoint predicts the same without laplace-torch.
 `predict(x)` returns S function draws [S, N, 1]: f(x; theta_MAP) + phi(x)^T (w_s - w_MAP) with w_s from the Laplace
 posterior N(w_MAP, Sigma) and phi(x) the last layer's input and a 1 for the bias. The network is linear in w, so
 these are exact draws of the linearised (GLM) predictive that Redux recommends, and the same as sampling the network.
-Before any fit, Sigma is the prior prior_std^2 I around the initial weights.
+Before any fit, Sigma is the prior prior_variance I around the initial weights.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from omegaconf import DictConfig
 from torch.utils.data import DataLoader, TensorDataset
 
 from bnnrepro.data.spec import DataSpec
+from bnnrepro.distributions import RegressionLikelihood
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.methods.posterior_targets import relu_mlp
-from bnnrepro.models.weight_sde import RegressionLikelihood
 
 SUBSETS_OF_WEIGHTS = ("last_layer",)
 """Which weights the posterior covers (laplace-torch's `subset_of_weights`): `predict` draws the last layer's."""
@@ -38,7 +38,7 @@ HESSIAN_STRUCTURES = ("full",)
 """The structure of the posterior precision (laplace-torch's `hessian_structure`): `predict` draws from a full
 covariance."""
 PRIOR_PRECISION_FITS = ("marglik", "fixed")
-"""How the prior precision of the Laplace approximation is set: marginal likelihood, or kept at 1 / prior_std^2."""
+"""How the prior precision of the Laplace approximation is set: marginal likelihood, or kept at 1 / prior_variance."""
 
 
 def laplace_class() -> type:
@@ -63,7 +63,7 @@ class LaplaceApproximation(LossMinimiser, FixedArchitectureMethod):
         self,
         num_features: int,
         hidden_widths: Sequence[int],
-        prior_std: float,
+        prior_variance: float,
         likelihood_scale: float,
         fit_prior_precision: bool,
         eval_samples: int,
@@ -71,10 +71,10 @@ class LaplaceApproximation(LossMinimiser, FixedArchitectureMethod):
         super().__init__()
         self.network = relu_mlp(num_features, hidden_widths, 1)
         self.likelihood = RegressionLikelihood(likelihood_scale, "gaussian", learn_scale=False)
-        self.map_prior_precision, self.fit_prior_precision = 1 / prior_std**2, fit_prior_precision
+        self.map_prior_precision, self.fit_prior_precision = 1 / prior_variance, fit_prior_precision
         self.eval_samples = eval_samples
         last_layer_size = sum(p.numel() for p in self.last_layer().parameters())
-        self.register_buffer("posterior_scale", prior_std * torch.eye(last_layer_size))
+        self.register_buffer("posterior_scale", math.sqrt(prior_variance) * torch.eye(last_layer_size))
         self.register_buffer("prior_precision", torch.tensor(self.map_prior_precision))
 
     def last_layer(self) -> torch.nn.Linear:
@@ -116,7 +116,7 @@ class LaplaceApproximation(LossMinimiser, FixedArchitectureMethod):
 
     @torch.no_grad()
     def diagnostics(self) -> dict[str, float]:
-        """The prior precision of the last fit (1 / prior_std^2 before the first)."""
+        """The prior precision of the last fit (1 / prior_variance before the first)."""
         return {"prior_precision": float(self.prior_precision)}
 
 
@@ -133,12 +133,12 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> LaplaceApproximation:
     check_choice("subset_of_weights", cfg.subset_of_weights, SUBSETS_OF_WEIGHTS)
     check_choice("hessian_structure", cfg.hessian_structure, HESSIAN_STRUCTURES)
     check_choice("prior_precision_fit", cfg.prior_precision_fit, PRIOR_PRECISION_FITS)
-    if not math.isfinite(cfg.prior_std) or cfg.prior_std <= 0:
-        raise ValueError(f"method 'laplace': prior_std must be a positive number, got {cfg.prior_std}")
+    if not math.isfinite(cfg.prior_variance) or cfg.prior_variance <= 0:
+        raise ValueError(f"method 'laplace': prior_variance must be a positive number, got {cfg.prior_variance}")
     return LaplaceApproximation(
         spec.num_features,
         cfg.hidden_widths,
-        cfg.prior_std,
+        cfg.prior_variance,
         cfg.likelihood.scale,
         cfg.prior_precision_fit == "marglik",
         cfg.eval_samples,

@@ -17,12 +17,13 @@ from omegaconf import DictConfig
 from torch.func import functional_call, grad, vmap
 
 from bnnrepro.data.spec import DataSpec, Splits
+from bnnrepro.distributions import RegressionLikelihood
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.metrics import gradient_standard_deviation, gradient_variance
 from bnnrepro.models.latent_sde import LatentSDE
-from bnnrepro.models.weight_sde import KL_ESTIMATORS, DriftNet, RegressionLikelihood, negative_elbo
+from bnnrepro.models.weight_sde import KL_ESTIMATORS, DriftNet, negative_elbo
 
 PATH_TIMES = 121  # times on [t_start, t_end] at which "latent_paths" records z
 PATH_SAMPLES = 200  # sample paths kept for Fig. 3 (left)

@@ -17,9 +17,10 @@ from omegaconf import DictConfig
 from torch import nn
 
 from bnnrepro.data.spec import DataSpec
+from bnnrepro.distributions import RegressionLikelihood, gaussian_kl
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
-from bnnrepro.models.weight_sde import ACTIVATIONS, RegressionLikelihood, negative_elbo
+from bnnrepro.models.weight_sde import ACTIVATIONS, negative_elbo
 from bnnrepro.optim import Adam
 
 # Added to the diagonal of the GP's predictive covariance before its Cholesky factor is taken for sampling (a
@@ -173,15 +174,9 @@ class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
         return self(x)
 
 
-def gaussian_kl(mean: torch.Tensor, log_std: torch.Tensor, prior_std: float) -> torch.Tensor:
-    """KL(N(mean, exp(log_std)^2) || N(0, prior_std^2)) summed over all elements (closed form)."""
-    variance_ratio = (2 * log_std).exp() / prior_std**2
-    return 0.5 * (variance_ratio + mean.pow(2) / prior_std**2 - 1 - variance_ratio.log()).sum()
-
-
 class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
     """Bayes by backprop (Blundell et al. 2015): a fully factorised Gaussian q(w) over all weights and biases of
-    an MLP, prior N(0, prior_std^2) per weight, a Gaussian likelihood, and the per-datum negative ELBO
+    an MLP, prior N(0, prior_variance) per weight, a Gaussian likelihood, and the per-datum negative ELBO
     (-N/B sum_b E_q log p(y_b | x_b, w) + KL(q || p)) / N with S reparameterised weight samples per step and the
     closed-form KL. Every sample holds one weight set for the whole batch, so predictions are function draws."""
 
@@ -190,7 +185,7 @@ class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
         num_features: int,
         hidden_widths: Sequence[int],
         activation: str,
-        prior_std: float,
+        prior_variance: float,
         initial_log_std: float,
         likelihood: RegressionLikelihood,
         num_samples: int,
@@ -202,14 +197,14 @@ class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
         self.bias_means = nn.ParameterList(bias for _, bias in layers)
         self.weight_log_stds = nn.ParameterList(torch.full_like(weight, initial_log_std) for weight, _ in layers)
         self.bias_log_stds = nn.ParameterList(torch.full_like(bias, initial_log_std) for _, bias in layers)
-        self.activation, self.prior_std, self.likelihood = ACTIVATIONS[activation], prior_std, likelihood
+        self.activation, self.prior_variance, self.likelihood = ACTIVATIONS[activation], prior_variance, likelihood
         self.num_samples, self.eval_samples = num_samples, eval_samples
 
     def kl(self) -> torch.Tensor:
         """KL(q(w) || p(w)) over all weights and biases."""
         means = [*self.weight_means, *self.bias_means]
         log_stds = [*self.weight_log_stds, *self.bias_log_stds]
-        return sum(gaussian_kl(m, s, self.prior_std) for m, s in zip(means, log_stds, strict=True))
+        return sum(gaussian_kl(m, s, self.prior_variance) for m, s in zip(means, log_stds, strict=True))
 
     def forward(self, x: torch.Tensor, num_samples: int) -> torch.Tensor:
         """Outputs [S, B, 1] under S weight samples w = mean + std * eps (plain reparameterisation)."""
@@ -254,7 +249,7 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> FixedArchitectureMethod:
             spec.num_features,
             cfg.hidden_widths,
             cfg.activation,
-            cfg.prior_std,
+            cfg.prior_variance,
             cfg.initial_log_std,
             likelihood,
             cfg.num_samples,

@@ -10,20 +10,14 @@ reparameterisation (weight = mean + std * eps, eps ~ N(0, I)), so one pass of a 
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from bnnrepro.distributions import gaussian_kl
+
 PRIOR_VARIANCE = 0.01  # N(0, 0.1^2), [code] brax.MeanField
 INITIAL_LOG_STD = -4.0  # [code] brax.MeanField
-
-
-def gaussian_kl(mean: torch.Tensor, log_std: torch.Tensor, prior_variance: float) -> torch.Tensor:
-    """sum_i KL(N(mean_i, exp(log_std_i)^2) || N(0, prior_variance)), closed form."""
-    ratio = (torch.exp(2 * log_std) + mean.square()) / prior_variance
-    return 0.5 * (ratio - 1 - 2 * log_std + math.log(prior_variance)).sum()
 
 
 class MeanField:

@@ -19,10 +19,11 @@ from itertools import pairwise
 from typing import NamedTuple
 
 import torch
-from torch import distributions, nn
+from torch import nn
 from torch.func import functional_call
 from torch.nn import functional as F
 
+from bnnrepro.distributions import gaussian_kl
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings, brownian_motion, integrate
 
@@ -186,9 +187,7 @@ class GaussianInitialWeights(nn.Module):
         """(w_0 ~ q [S, P] by reparameterisation, KL(q(w_0) || p(w_0)) [S])."""
         std = self.log_std.exp()
         w0 = self.mean + std * torch.randn(num_samples, self.mean.numel(), dtype=std.dtype, device=std.device)
-        ratio = (std.square() + self.mean.square()) / self.prior_variance
-        kl = 0.5 * (ratio - 1 - 2 * self.log_std + math.log(self.prior_variance)).sum()
-        return w0, kl.expand(num_samples)
+        return w0, gaussian_kl(self.mean, self.log_std, self.prior_variance).expand(num_samples)
 
 
 class State(NamedTuple):
@@ -339,32 +338,6 @@ def mlp_sdebnn(
         drift_activation=activation,
         **options,
     )
-
-
-def categorical_log_likelihood(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """log p(y | h_1) [S, B] for logits [S, B, K] and class indices [B] (softmax likelihood, P1 §3)."""
-    return distributions.Categorical(logits=logits).log_prob(targets)
-
-
-class RegressionLikelihood(nn.Module):
-    """log p(y | h_1) with the network output as location and a scale that is learned unless
-    `learn_scale=False` (P2 §3: "the parameters of this likelihood can also be learned").
-
-    family: "gaussian", "laplace" (P2 §3, [code] toy command) or "cauchy" (P1 §3); the papers disagree (spec §8.7).
-    """
-
-    FAMILIES = {"gaussian": distributions.Normal, "laplace": distributions.Laplace, "cauchy": distributions.Cauchy}
-
-    def __init__(self, scale: float, family: str = "gaussian", learn_scale: bool = True):
-        super().__init__()
-        if family not in self.FAMILIES:
-            raise ValueError(f"family must be one of {tuple(self.FAMILIES)}, got {family!r}")
-        self.family = self.FAMILIES[family]
-        self.log_scale = nn.Parameter(torch.tensor(math.log(scale)), requires_grad=learn_scale)
-
-    def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """[S, B] from predictions [S, B, D] and targets [B, D], summed over D."""
-        return self.family(predictions, self.log_scale.exp()).log_prob(targets).sum(dim=-1)
 
 
 def negative_elbo(

@@ -1,0 +1,84 @@
+"""The closed forms of bnnrepro.distributions against torch.distributions on the same inputs."""
+
+import pytest
+import torch
+from torch.distributions import Categorical, Normal, kl_divergence
+
+from bnnrepro.distributions import (
+    categorical_log_likelihood,
+    gaussian_kl,
+    normal_kl,
+    probabilities_log_likelihood,
+    unit_variance_gaussian_kl,
+)
+from bnnrepro.methods import posterior_targets
+
+
+def test_gaussian_kl_closed_form():
+    torch.manual_seed(0)
+    mean, log_std, prior_variance = torch.randn(4, 3), 0.5 * torch.randn(4, 3), 0.49
+    expected = kl_divergence(Normal(mean, log_std.exp()), Normal(0.0, prior_variance**0.5)).sum()
+    torch.testing.assert_close(gaussian_kl(mean, log_std, prior_variance), expected)
+
+
+def test_gaussian_kl_vanishes_at_the_prior():
+    prior_variance = 0.3
+    log_std = torch.full((5,), 0.5 * torch.tensor(prior_variance).log().item())
+    assert gaussian_kl(torch.zeros(5), log_std, prior_variance).item() == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("prior_variance", [0.25, 1.0, 9.0])
+def test_unit_variance_gaussian_kl_matches_torch(prior_variance):
+    torch.manual_seed(0)
+    means = [torch.randn(3, 4), torch.randn(5), torch.randn(2, 2, 2) * 3]
+    prior = Normal(0.0, prior_variance**0.5)
+    expected = sum(kl_divergence(Normal(nu, torch.ones_like(nu)), prior).sum() for nu in means)
+    torch.testing.assert_close(unit_variance_gaussian_kl(means, prior_variance), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_unit_variance_gaussian_kl_empty_and_standard_prior():
+    assert float(unit_variance_gaussian_kl([], 1.0)) == 0.0
+    assert float(unit_variance_gaussian_kl([], 4.0)) == 0.0
+    nu = torch.tensor([1.0, -2.0, 0.5])
+    assert float(unit_variance_gaussian_kl([nu], 1.0)) == pytest.approx(0.5 * (1 + 4 + 0.25))  # ||nu||^2 / 2
+
+
+def test_normal_kl_elementwise():
+    torch.manual_seed(0)
+    mean_p, mean_q = torch.randn(6), torch.randn(6)
+    std_p, std_q = torch.rand(6) + 0.1, torch.rand(6) + 0.1
+    expected = kl_divergence(Normal(mean_p, std_p), Normal(mean_q, std_q))
+    torch.testing.assert_close(normal_kl(mean_p, std_p, mean_q, std_q), expected)
+
+
+def test_categorical_log_likelihood_of_sampled_logits():
+    """Logits [S, B, K] of S samples share the targets [B]."""
+    torch.manual_seed(0)
+    logits, targets = 3 * torch.randn(4, 6, 5), torch.randint(0, 5, (6,))
+    expected = Categorical(logits=logits).log_prob(targets)
+    assert categorical_log_likelihood(logits, targets).shape == (4, 6)
+    torch.testing.assert_close(categorical_log_likelihood(logits, targets), expected)
+
+
+def test_probabilities_log_likelihood_is_finite_at_zero():
+    torch.manual_seed(0)
+    probabilities, targets = torch.randn(6, 5).softmax(-1), torch.randint(0, 5, (6,))
+    expected = Categorical(probs=probabilities).log_prob(targets)
+    torch.testing.assert_close(probabilities_log_likelihood(probabilities, targets), expected)
+    vanished = torch.tensor([[0.0, 1.0]])
+    assert probabilities_log_likelihood(vanished, torch.tensor([0])).item() == pytest.approx(-87.3, abs=0.1)
+
+
+@pytest.mark.parametrize("outputs_are_probabilities", [False, True])
+def test_posterior_targets_categorical_likelihood_is_this_one(outputs_are_probabilities):
+    """methods/posterior_targets.categorical_log_likelihood(p) computes, bit for bit, probabilities_log_likelihood
+    (p True) or categorical_log_likelihood (p False): the two may replace it."""
+    generator = torch.Generator().manual_seed(3)
+    ours = probabilities_log_likelihood if outputs_are_probabilities else categorical_log_likelihood
+    theirs = posterior_targets.categorical_log_likelihood(outputs_are_probabilities)
+    for dtype in (torch.float32, torch.float64):
+        outputs = 4 * torch.randn(200, 10, generator=generator, dtype=dtype)
+        if outputs_are_probabilities:
+            outputs = outputs.softmax(-1) * (torch.rand(200, 10, generator=generator, dtype=dtype) > 0.1)
+        targets = torch.randint(0, 10, (200,), generator=generator)
+        torch.testing.assert_close(ours(outputs, targets), theirs(outputs, targets), rtol=0, atol=0)
