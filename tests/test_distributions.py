@@ -7,6 +7,7 @@ from torch.distributions import Categorical, Normal, kl_divergence
 from bnnrepro.distributions import (
     categorical_log_likelihood,
     gaussian_kl,
+    gaussian_sample,
     normal_kl,
     probabilities_log_likelihood,
     unit_variance_gaussian_kl,
@@ -82,3 +83,12 @@ def test_posterior_targets_categorical_likelihood_is_this_one(outputs_are_probab
             outputs = outputs.softmax(-1) * (torch.rand(200, 10, generator=generator, dtype=dtype) > 0.1)
         targets = torch.randint(0, 10, (200,), generator=generator)
         torch.testing.assert_close(ours(outputs, targets), theirs(outputs, targets), rtol=0, atol=0)
+
+
+def test_gaussian_sample_is_the_reparameterised_draw():
+    mean, log_std = torch.randn(3), torch.randn(3)
+    torch.manual_seed(4)
+    draws = gaussian_sample(mean, log_std, (1000, 3))
+    torch.manual_seed(4)
+    torch.testing.assert_close(draws, mean + log_std.exp() * torch.randn(1000, 3), rtol=0, atol=0)
+    torch.testing.assert_close(draws.mean(0), mean, rtol=0, atol=0.2 * log_std.exp().max().item())

@@ -7,9 +7,16 @@ Prior widths are variances throughout: the weight prior is p(w) = N(0, prior_var
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import distributions, nn
+
+
+def gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor, sample_shape: Sequence[int]) -> torch.Tensor:
+    """mean + exp(log_std) * eps with eps ~ N(0, I) of `sample_shape`: a draw of the mean-field Gaussian
+    N(mean, diag exp(log_std)^2) by reparameterisation (Blundell et al. 2015 §3.2), differentiable in both."""
+    return mean + log_std.exp() * torch.randn(sample_shape, dtype=mean.dtype, device=mean.device)
 
 
 def gaussian_kl(mean: torch.Tensor, log_std: torch.Tensor, prior_variance: float) -> torch.Tensor:

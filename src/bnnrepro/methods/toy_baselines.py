@@ -9,17 +9,17 @@ latent f, the K ensemble members, or the BNN under S weight samples from q(w).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from itertools import pairwise
+from collections.abc import Sequence
 
 import torch
 from omegaconf import DictConfig
 from torch import nn
 
 from bnnrepro.data.spec import DataSpec
-from bnnrepro.distributions import RegressionLikelihood, gaussian_kl
+from bnnrepro.distributions import RegressionLikelihood, gaussian_kl, gaussian_sample
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
+from bnnrepro.models.batched_mlp import batched_mlp, layer_sizes, uniform_linear_init
 from bnnrepro.models.weight_sde import ACTIVATIONS, negative_elbo
 from bnnrepro.optim import Adam
 
@@ -121,34 +121,6 @@ class GaussianProcessRegression(LossMinimiser, FixedArchitectureMethod):
         self.y_train = torch.zeros_like(state["y_train"])
 
 
-def linear_layer_init(num_stacked: int, fan_in: int, fan_out: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Weights [K, fan_in, fan_out] and biases [K, 1, fan_out] of K independent layers, each drawn like
-    `nn.Linear`'s default: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-    bound = 1.0 / math.sqrt(fan_in)
-    weight = torch.empty(num_stacked, fan_in, fan_out).uniform_(-bound, bound)
-    bias = torch.empty(num_stacked, 1, fan_out).uniform_(-bound, bound)
-    return weight, bias
-
-
-def stacked_mlp(
-    x: torch.Tensor,
-    weights: Sequence[torch.Tensor],
-    biases: Sequence[torch.Tensor],
-    activation: Callable[[torch.Tensor], torch.Tensor],
-) -> torch.Tensor:
-    """M MLPs at once: inputs x [B, in], per-layer weights [M, in, out] and biases [M, 1, out] -> [M, B, out],
-    one batched matmul per layer and the activation between layers."""
-    h = x.expand(weights[0].shape[0], *x.shape)
-    for i, (weight, bias) in enumerate(zip(weights, biases, strict=True)):
-        h = torch.baddbmm(bias, activation(h) if i else h, weight)
-    return h
-
-
-def layer_sizes(num_features: int, hidden_widths: Sequence[int]) -> list[tuple[int, int]]:
-    """(fan_in, fan_out) of each layer of an MLP from num_features inputs through hidden_widths to one output."""
-    return list(pairwise([num_features, *hidden_widths, 1]))
-
-
 class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
     """K independently initialised MLPs (Lakshminarayanan et al. 2017) held as stacked weights, trained on the sum
     of their mean squared errors: member k's gradient is that of its own MSE, so with Adam's per-parameter
@@ -156,14 +128,14 @@ class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
 
     def __init__(self, num_features: int, num_members: int, hidden_widths: Sequence[int], activation: str):
         super().__init__()
-        layers = [linear_layer_init(num_members, *size) for size in layer_sizes(num_features, hidden_widths)]
+        layers = [uniform_linear_init(num_members, *size) for size in layer_sizes(num_features, hidden_widths, 1)]
         self.weights = nn.ParameterList(weight for weight, _ in layers)
         self.biases = nn.ParameterList(bias for _, bias in layers)
         self.activation = ACTIVATIONS[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Member outputs [K, B, 1] for inputs x [B, D]."""
-        return stacked_mlp(x, list(self.weights), list(self.biases), self.activation)
+        return batched_mlp(x.expand(len(self.weights[0]), *x.shape), self.weights, self.biases, self.activation)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
         return (self(x) - y).pow(2).mean(dim=(1, 2)).sum()
@@ -192,7 +164,7 @@ class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
         eval_samples: int,
     ):
         super().__init__()
-        layers = [linear_layer_init(1, *size) for size in layer_sizes(num_features, hidden_widths)]
+        layers = [uniform_linear_init(1, *size) for size in layer_sizes(num_features, hidden_widths, 1)]
         self.weight_means = nn.ParameterList(weight for weight, _ in layers)
         self.bias_means = nn.ParameterList(bias for _, bias in layers)
         self.weight_log_stds = nn.ParameterList(torch.full_like(weight, initial_log_std) for weight, _ in layers)
@@ -210,14 +182,11 @@ class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
         """Outputs [S, B, 1] under S weight samples w = mean + std * eps (plain reparameterisation)."""
 
         def draw(means: nn.ParameterList, log_stds: nn.ParameterList) -> list[torch.Tensor]:
-            return [
-                m + s.exp() * torch.randn(num_samples, *m.shape[1:], dtype=m.dtype, device=m.device)
-                for m, s in zip(means, log_stds, strict=True)
-            ]
+            return [gaussian_sample(m, s, (num_samples, *m.shape[1:])) for m, s in zip(means, log_stds, strict=True)]
 
         weights = draw(self.weight_means, self.weight_log_stds)
         biases = draw(self.bias_means, self.bias_log_stds)
-        return stacked_mlp(x, weights, biases, self.activation)
+        return batched_mlp(x.expand(num_samples, *x.shape), weights, biases, self.activation)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
         return negative_elbo(self.likelihood(self(x, self.num_samples), y), self.kl(), num_train)

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bnnrepro.distributions import gaussian_kl
+from bnnrepro.distributions import gaussian_kl, gaussian_sample
 
 PRIOR_VARIANCE = 0.01  # N(0, 0.1^2), [code] brax.MeanField
 INITIAL_LOG_STD = -4.0  # [code] brax.MeanField
@@ -34,10 +34,10 @@ class MeanField:
 
     def sample(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weight, bias) ~ q by reparameterisation."""
-        weight = self.weight + self.weight_log_std.exp() * torch.randn_like(self.weight)
+        weight = gaussian_sample(self.weight, self.weight_log_std, self.weight.shape)
         if self.bias is None:
             return weight, None
-        return weight, self.bias + self.bias_log_std.exp() * torch.randn_like(self.bias)
+        return weight, gaussian_sample(self.bias, self.bias_log_std, self.bias.shape)
 
     def kl(self) -> torch.Tensor:
         """KL(q || p) of this layer's weights and bias."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from itertools import pairwise
 from typing import NamedTuple
 
 import torch
@@ -23,9 +22,10 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from bnnrepro.distributions import gaussian_kl
+from bnnrepro.distributions import gaussian_kl, gaussian_sample
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings, brownian_motion, integrate
+from bnnrepro.models.batched_mlp import batched_mlp, layer_sizes
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "tanh": torch.tanh,
@@ -51,8 +51,8 @@ class DriftNet(nn.Module):
 
     def __init__(self, num_weights: int, widths: Sequence[int], activation: str = "tanh"):
         super().__init__()
-        sizes = [num_weights, *widths, num_weights]
-        self.layers = nn.ModuleList(nn.Linear(n_in + 1, n_out) for n_in, n_out in pairwise(sizes))
+        sizes = layer_sizes(num_weights, widths, num_weights)
+        self.layers = nn.ModuleList(nn.Linear(n_in + 1, n_out) for n_in, n_out in sizes)
         nn.init.zeros_(self.layers[-1].weight)
         nn.init.zeros_(self.layers[-1].bias)
         self.activation = ACTIVATIONS[activation]
@@ -120,8 +120,7 @@ class MLPHiddenDynamics(HiddenDynamics):
 
     def __init__(self, dim: int, widths: Sequence[int] = (32,), activation: str = "swish"):
         super().__init__()
-        sizes = [dim, *widths, dim]
-        self.shapes = [(n_out, n_in + 1) for n_in, n_out in pairwise(sizes)]
+        self.shapes = [(n_out, n_in + 1) for n_in, n_out in layer_sizes(dim, widths, dim)]
         self.num_weights = sum(n_out * n_in + n_out for n_out, n_in in self.shapes)
         self.state_shape = (dim,)
         self.activation = ACTIVATIONS[activation]
@@ -132,10 +131,9 @@ class MLPHiddenDynamics(HiddenDynamics):
         return [(chunks[2 * i].unflatten(-1, shape), chunks[2 * i + 1]) for i, shape in enumerate(self.shapes)]
 
     def forward(self, t: torch.Tensor, h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        x = h
-        for i, (weight, bias) in enumerate(self.layers(w)):
-            x = torch.baddbmm(bias.unsqueeze(1), with_time(self.activation(x) if i else x, t), weight.mT)
-        return x
+        layers = self.layers(w)
+        weights, biases = [weight.mT for weight, _ in layers], [bias.unsqueeze(1) for _, bias in layers]
+        return batched_mlp(h, weights, biases, self.activation, lambda x: with_time(x, t))
 
     def initial_weights(self) -> torch.Tensor:
         """U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases, torch.nn.Linear's default."""
@@ -185,8 +183,7 @@ class GaussianInitialWeights(nn.Module):
 
     def forward(self, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(w_0 ~ q [S, P] by reparameterisation, KL(q(w_0) || p(w_0)) [S])."""
-        std = self.log_std.exp()
-        w0 = self.mean + std * torch.randn(num_samples, self.mean.numel(), dtype=std.dtype, device=std.device)
+        w0 = gaussian_sample(self.mean, self.log_std, (num_samples, self.mean.numel()))
         return w0, gaussian_kl(self.mean, self.log_std, self.prior_variance).expand(num_samples)
 
 
