@@ -70,19 +70,27 @@ def test_probabilities_log_likelihood_is_finite_at_zero():
     assert probabilities_log_likelihood(vanished, torch.tensor([0])).item() == pytest.approx(-87.3, abs=0.1)
 
 
-@pytest.mark.parametrize("outputs_are_probabilities", [False, True])
-def test_posterior_targets_categorical_likelihood_is_this_one(outputs_are_probabilities):
-    """methods/posterior_targets.categorical_log_likelihood(p) computes, bit for bit, probabilities_log_likelihood
-    (p True) or categorical_log_likelihood (p False): the two may replace it."""
+def test_posterior_targets_probabilities_likelihood_is_this_one():
+    """methods/posterior_targets.categorical_log_likelihood(True) computes, bit for bit,
+    probabilities_log_likelihood: it may replace it."""
     generator = torch.Generator().manual_seed(3)
-    ours = probabilities_log_likelihood if outputs_are_probabilities else categorical_log_likelihood
-    theirs = posterior_targets.categorical_log_likelihood(outputs_are_probabilities)
+    theirs = posterior_targets.categorical_log_likelihood(True)
     for dtype in (torch.float32, torch.float64):
-        outputs = 4 * torch.randn(200, 10, generator=generator, dtype=dtype)
-        if outputs_are_probabilities:
-            outputs = outputs.softmax(-1) * (torch.rand(200, 10, generator=generator, dtype=dtype) > 0.1)
+        outputs = (4 * torch.randn(200, 10, generator=generator, dtype=dtype)).softmax(-1)
+        outputs = outputs * (torch.rand(200, 10, generator=generator, dtype=dtype) > 0.1)
         targets = torch.randint(0, 10, (200,), generator=generator)
-        torch.testing.assert_close(ours(outputs, targets), theirs(outputs, targets), rtol=0, atol=0)
+        torch.testing.assert_close(
+            probabilities_log_likelihood(outputs, targets), theirs(outputs, targets), rtol=0, atol=0
+        )
+
+
+def test_posterior_targets_logits_likelihood_agrees_up_to_rounding():
+    """methods/posterior_targets.categorical_log_likelihood(False) normalises by log_softmax, this module by
+    logits - logsumexp(logits) (torch's Categorical): the same value up to float rounding, not bit for bit."""
+    generator = torch.Generator().manual_seed(3)
+    logits, targets = 4 * torch.randn(200, 10, generator=generator), torch.randint(0, 10, (200,), generator=generator)
+    theirs = posterior_targets.categorical_log_likelihood(False)(logits, targets)
+    torch.testing.assert_close(categorical_log_likelihood(logits, targets), theirs)
 
 
 def test_gaussian_sample_is_the_reparameterised_draw():

@@ -45,8 +45,7 @@ def normal_kl(mean_p: torch.Tensor, std_p: torch.Tensor, mean_q: torch.Tensor, s
 def categorical_log_likelihood(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """log softmax(f)_y [...] of a categorical likelihood on logits f [..., K] for class indices y [B] (or of the
     logits' batch shape): the softmax likelihood of the classifiers (Xu et al. 2022 §3; D'Angelo & Fortuin 2021 §4)."""
-    index = targets.expand(logits.shape[:-1])[..., None]
-    return logits.log_softmax(-1).gather(-1, index).squeeze(-1)
+    return distributions.Categorical(logits=logits).log_prob(targets)
 
 
 def probabilities_log_likelihood(probabilities: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
