@@ -20,6 +20,7 @@ def test_gaussian_kl_closed_form():
     mean, log_std, prior_variance = torch.randn(4, 3), 0.5 * torch.randn(4, 3), 0.49
     expected = kl_divergence(Normal(mean, log_std.exp()), Normal(0.0, prior_variance**0.5)).sum()
     torch.testing.assert_close(gaussian_kl(mean, log_std, prior_variance), expected)
+    torch.testing.assert_close(gaussian_kl(mean, log_std, prior_variance, std=log_std.exp()), expected)
 
 
 def test_gaussian_kl_vanishes_at_the_prior():

@@ -19,10 +19,13 @@ def gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor, sample_shape: Seq
     return mean + log_std.exp() * torch.randn(sample_shape, dtype=mean.dtype, device=mean.device)
 
 
-def gaussian_kl(mean: torch.Tensor, log_std: torch.Tensor, prior_variance: float) -> torch.Tensor:
+def gaussian_kl(
+    mean: torch.Tensor, log_std: torch.Tensor, prior_variance: float, std: torch.Tensor | None = None
+) -> torch.Tensor:
     """sum_i KL(N(mean_i, exp(log_std_i)^2) || N(0, prior_variance)), closed form: the KL of a mean-field Gaussian
-    posterior against the weight prior (Blundell et al. 2015, eq. 2; Xu et al. 2022, Table 1's MFVI baselines)."""
-    ratio = (torch.exp(2 * log_std) + mean.square()) / prior_variance
+    posterior against the weight prior (Blundell et al. 2015, eq. 2; Xu et al. 2022, Table 1's MFVI baselines).
+    `std`: exp(log_std) when the caller has it already (a sample's), so that one exp carries both gradients."""
+    ratio = ((log_std.exp() if std is None else std).square() + mean.square()) / prior_variance
     return 0.5 * (ratio - 1 - 2 * log_std + math.log(prior_variance)).sum()
 
 

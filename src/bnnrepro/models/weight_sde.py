@@ -22,7 +22,7 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from bnnrepro.distributions import gaussian_kl, gaussian_sample
+from bnnrepro.distributions import gaussian_kl
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.inference.sde_solve import SolverSettings, brownian_motion, integrate
 from bnnrepro.models.batched_mlp import batched_mlp, layer_sizes
@@ -183,8 +183,9 @@ class GaussianInitialWeights(nn.Module):
 
     def forward(self, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(w_0 ~ q [S, P] by reparameterisation, KL(q(w_0) || p(w_0)) [S])."""
-        w0 = gaussian_sample(self.mean, self.log_std, (num_samples, self.mean.numel()))
-        return w0, gaussian_kl(self.mean, self.log_std, self.prior_variance).expand(num_samples)
+        std = self.log_std.exp()
+        w0 = self.mean + std * torch.randn(num_samples, self.mean.numel(), dtype=std.dtype, device=std.device)
+        return w0, gaussian_kl(self.mean, self.log_std, self.prior_variance, std).expand(num_samples)
 
 
 class State(NamedTuple):
