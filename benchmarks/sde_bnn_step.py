@@ -43,7 +43,6 @@ import torchsde
 from torch import nn
 from torch.func import functional_call
 
-from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.models.weight_sde import (
     DriftNet,
     categorical_log_likelihood,
@@ -51,6 +50,7 @@ from bnnrepro.models.weight_sde import (
     negative_elbo,
     with_time,
 )
+from bnnrepro.models.weight_sde_solver import SolverSettings
 
 BATCH, NUM_DATA, WIDTH, DRIFT_WIDTHS, SIGMA = 128, 54000, 32, (1, 64, 1), 0.1
 Step = Callable[[torch.Tensor, torch.Tensor], None]
