@@ -100,7 +100,7 @@ def corruption_note(scale: str) -> str:
         "the real CIFAR-10-C, all 10,000 images of each of the 19 corruptions x 5 severities"
         if count is None
         else "a STAND-IN for CIFAR-10-C (the 19 corruptions re-implemented at 5 severities on the stand-in's test "
-        f"images, bnnrepro.data.standins.corrupt), the first {count} images of each corruption and severity"
+        f"images, bnnrepro.data.corruptions.corrupt), the first {count} images of each corruption and severity"
     )
     return (
         f"{scale_note(scale)} Evaluated on {data}; the clean error is that of the same images uncorrupted. Errors "
