@@ -35,9 +35,10 @@ def evaluations_file() -> Path:
 @cache
 def declared_evaluations() -> dict[str, DeclaredEvaluation]:
     raw = yaml.safe_load(evaluations_file().read_text())
-    declared = {name: DeclaredEvaluation(e["code"], tuple(e.get("data", ())), e.get("device", "cpu"),
-                                         e.get("settings", {}))
-                for name, e in raw.items()}  # fmt: skip
+    declared = {
+        name: DeclaredEvaluation(e["code"], tuple(e.get("data", ())), e.get("device", "cpu"), e.get("settings", {}))
+        for name, e in raw.items()
+    }
     for name, evaluation in declared.items():
         if evaluation.device not in DEVICES:
             raise ValueError(
