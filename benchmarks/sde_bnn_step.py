@@ -44,13 +44,13 @@ from torch import nn
 from torch.func import functional_call
 
 from bnnrepro.distributions import categorical_log_likelihood
-from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.models.weight_sde import (
     DriftNet,
     mlp_sdebnn,
     negative_elbo,
     with_time,
 )
+from bnnrepro.models.weight_sde_solver import SolverSettings
 
 BATCH, NUM_DATA, WIDTH, DRIFT_WIDTHS, SIGMA = 128, 54000, 32, (1, 64, 1), 0.1
 Step = Callable[[torch.Tensor, torch.Tensor], None]

@@ -1,6 +1,6 @@
 """SDE-BNN and ODEnet as training jobs on the toy 1D regression, and the evaluation job that reloads them.
 
-The runs go through `python -m bnnrepro.train` and `python -m bnnrepro.evaluation` as the workflow runs them;
+The runs go through `python -m bnnrepro.train` and `python -m bnnrepro.evaluations` as the workflow runs them;
 Table 2 is rendered from the resolved configs the runs wrote.
 """
 
@@ -31,7 +31,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         run_dir = root / f"results/smoke/study/runs/{method}/sdebnn_toy/default/seed=0"
         train = [sys.executable, "-m", "bnnrepro.train", f"method={method}", "dataset=sdebnn_toy", "scale=smoke",
                  f"dataset.path='{data}'", f"run_dir='{run_dir}'"]  # fmt: skip
-        evaluate = [sys.executable, "-m", "bnnrepro.evaluation", str(run_dir), "toy_paths", str(run_dir / "eval.npz")]
+        evaluate = [sys.executable, "-m", "bnnrepro.evaluations", str(run_dir), "toy_paths", str(run_dir / "eval.npz")]
         for command in (train, evaluate):
             subprocess.run(command, env=environment(ROOT), check=True, capture_output=True)
     return root / "results/smoke/study/runs"

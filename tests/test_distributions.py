@@ -12,7 +12,7 @@ from bnnrepro.distributions import (
     probabilities_log_likelihood,
     unit_variance_gaussian_kl,
 )
-from bnnrepro.methods import posterior_targets
+from bnnrepro.inference import posterior_targets
 
 
 def test_gaussian_kl_closed_form():
@@ -72,7 +72,7 @@ def test_probabilities_log_likelihood_is_finite_at_zero():
 
 
 def test_posterior_targets_probabilities_likelihood_is_this_one():
-    """methods/posterior_targets.categorical_log_likelihood(True) computes, bit for bit,
+    """inference/posterior_targets.categorical_log_likelihood(True) computes, bit for bit,
     probabilities_log_likelihood: it may replace it."""
     generator = torch.Generator().manual_seed(3)
     theirs = posterior_targets.categorical_log_likelihood(True)
@@ -86,7 +86,7 @@ def test_posterior_targets_probabilities_likelihood_is_this_one():
 
 
 def test_posterior_targets_logits_likelihood_agrees_up_to_rounding():
-    """methods/posterior_targets.categorical_log_likelihood(False) normalises by log_softmax, this module by
+    """inference/posterior_targets.categorical_log_likelihood(False) normalises by log_softmax, this module by
     logits - logsumexp(logits) (torch's Categorical): the same value up to float rounding, not bit for bit."""
     generator = torch.Generator().manual_seed(3)
     logits, targets = 4 * torch.randn(200, 10, generator=generator), torch.randint(0, 10, (200,), generator=generator)

@@ -1,5 +1,5 @@
-"""The CIFAR-10 evaluations of SDE-BNN P1 Figs. 6, 7, 9, 11, 12 (bnnrepro.methods.image_evaluations) and their
-wiring (bnnrepro.evaluation, config/evaluations.yaml), on tiny untrained models and a few generated images."""
+"""The CIFAR-10 evaluations of SDE-BNN P1 Figs. 6, 7, 9, 11, 12 (bnnrepro.evaluations.image_classification) and
+their wiring (bnnrepro.evaluations, config/evaluations.yaml), on tiny untrained models and a few generated images."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from omegaconf import OmegaConf
 from bnnrepro.artifacts.sdebnn_image_evaluations import pooled_bins
 from bnnrepro.data import images
 from bnnrepro.data.formats import CIFAR10C_CORRUPTIONS, CIFAR10C_SEVERITIES
-from bnnrepro.evaluation import EvaluationInputs, evaluation_inputs, extra_data_files
-from bnnrepro.inference.sde_solve import SolverSettings
-from bnnrepro.methods import build_method
-from bnnrepro.methods.image_evaluations import (
+from bnnrepro.evaluations.declarations import extra_data_files
+from bnnrepro.evaluations.image_classification import (
     calibration,
     corruption_robustness,
     predictive,
@@ -26,7 +24,10 @@ from bnnrepro.methods.image_evaluations import (
     sweep_settings,
     weight_sdes,
 )
+from bnnrepro.evaluations.inputs import EvaluationInputs, evaluation_inputs
+from bnnrepro.methods import build_method
 from bnnrepro.metrics import calibration_bins
+from bnnrepro.models.weight_sde_solver import SolverSettings
 from bnnrepro.train import compose_config, evaluate
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -13,7 +13,6 @@ from torch.nn.utils import parameters_to_vector
 
 from bnnrepro.distributions import gaussian_kl
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
-from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.methods.continuous_depth import ODENet
 from bnnrepro.models.conv_dynamics import (
     TABLE2,
@@ -35,6 +34,7 @@ from bnnrepro.models.mean_field import (
 )
 from bnnrepro.models.resnet import ResNet, resnet32
 from bnnrepro.models.weight_sde import SDEBNN, DriftNet, MLPHiddenDynamics
+from bnnrepro.models.weight_sde_solver import SolverSettings
 
 TINY = {"width": 4, "num_steps": 4}
 

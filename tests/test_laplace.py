@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from bnnrepro import evaluation
 from bnnrepro.data.toy_regression import generate_sdebnn_toy
+from bnnrepro.evaluations import __main__ as evaluation_job
+from bnnrepro.evaluations.inputs import load_run
 from bnnrepro.methods.laplace import LaplaceApproximation
 from bnnrepro.optim import Adam
 from bnnrepro.runs import RunFolder
@@ -139,7 +140,7 @@ def test_a_training_job_checkpoints_the_posterior_fitted_at_its_last_weights(tmp
     history = json.loads((run_dir / "metrics.json").read_text())["history"]
     assert [record["epoch"] for record in history] == [5, 10]
     assert history[0]["prior_precision"] != history[1]["prior_precision"]  # refitted at each evaluation
-    _, _, method, untrained = evaluation.load_run(run_dir)
+    _, _, method, untrained = load_run(run_dir)
     assert float(method.prior_precision) == history[-1]["prior_precision"]
     reloaded = {key: value.clone() for key, value in method.state_dict().items()}
     method.fit_posterior(torch.as_tensor(toy.x("train")), torch.as_tensor(toy.y("train")))
@@ -147,7 +148,7 @@ def test_a_training_job_checkpoints_the_posterior_fitted_at_its_last_weights(tmp
         assert torch.equal(value, reloaded[key]), key
     assert not torch.equal(method.posterior_scale, untrained.posterior_scale)
     out = run_dir / "eval" / "toy_paths.npz"
-    evaluation.main([str(run_dir), "toy_paths", str(out)])
+    evaluation_job.main([str(run_dir), "toy_paths", str(out)])
     arrays = dict(np.load(out))
     assert arrays["posterior_predictive"].shape == arrays["prior_predictive"].shape == (100, len(toy.x("test")))
     assert not np.allclose(arrays["posterior_predictive"], arrays["prior_predictive"])

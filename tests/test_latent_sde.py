@@ -19,7 +19,7 @@ from bnnrepro.artifacts.registry import implementations
 from bnnrepro.data import latent_toys
 from bnnrepro.data.registry import generate_instance
 from bnnrepro.distributions import RegressionLikelihood
-from bnnrepro.evaluation import main as evaluate
+from bnnrepro.evaluations.__main__ import main as evaluate
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.methods import build_method
 from bnnrepro.methods.latent_sde import LatentSDEMethod

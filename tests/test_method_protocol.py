@@ -13,12 +13,13 @@ from torch import nn
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.errors import DivergedError
+from bnnrepro.inference.posterior_targets import NetworkPosterior, SamplingTarget, gaussian_log_likelihood
 from bnnrepro.methods import METHOD_MODULES, build_method, config_method_name
 from bnnrepro.methods.hmc import HamiltonianMonteCarlo
 from bnnrepro.methods.loss_minimiser import LossMinimiser
-from bnnrepro.methods.posterior_targets import NetworkPosterior, SamplingTarget, gaussian_log_likelihood, relu_mlp
 from bnnrepro.methods.protocol import HOOKS, check_method
 from bnnrepro.methods.repulsive_ensembles import ParticleEnsemble
+from bnnrepro.models.posterior_networks import relu_mlp
 from bnnrepro.optim import Adam
 from bnnrepro.paths import train_config_dir
 from bnnrepro.train import compose_config

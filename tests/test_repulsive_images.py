@@ -1,6 +1,6 @@
 """Repulsive ensembles' Table 1 (D'Angelo & Fortuin 2021): image networks as particles (an MLP on flattened images,
 the CIFAR ResNet without normalisation), each member's PyTorch initialisation, the hyper-deep ensemble's
-per-member priors, the OOD evaluation (bnnrepro.methods.ood_detection) and the table's statistics
+per-member priors, the OOD evaluation (bnnrepro.evaluations.ood_detection) and the table's statistics
 (bnnrepro.artifacts.repulsive_images)."""
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from bnnrepro.artifacts.registry import catalog_entry
 from bnnrepro.artifacts.repulsive_images import image_classification, ratio_of_means
 from bnnrepro.data.registry import load_splits
 from bnnrepro.data.standins import cifar_like, mnist_like, svhn_like
-from bnnrepro.evaluation import EvaluationInputs, declared_evaluations
+from bnnrepro.evaluations.declarations import declared_evaluations
+from bnnrepro.evaluations.inputs import EvaluationInputs
+from bnnrepro.evaluations.ood_detection import EVALUATION, evaluation_arrays, ood_images
+from bnnrepro.inference.posterior_targets import categorical_log_likelihood, member_prior_variances
 from bnnrepro.inference.repulsive import (
     ensemble_forward,
     functional_prior_score,
@@ -29,9 +32,8 @@ from bnnrepro.inference.repulsive import (
     unflatten_parameters,
 )
 from bnnrepro.methods import build_method
-from bnnrepro.methods.ood_detection import EVALUATION, evaluation_arrays, ood_images
-from bnnrepro.methods.posterior_targets import categorical_log_likelihood, member_prior_variances, relu_mlp
 from bnnrepro.metrics import model_disagreement, predictive_entropy
+from bnnrepro.models.posterior_networks import relu_mlp
 from bnnrepro.models.resnet import channels_first
 from bnnrepro.paths import project_root
 from bnnrepro.train import compose_config

@@ -1,7 +1,7 @@
 """Repulsive ensembles and HMC as training-loop methods (bnnrepro.methods.repulsive_ensembles, .hmc,
-.posterior_targets): the loop's gradient step applies each update rule to the exact log posterior, WGD without
-repulsion is the deep ensemble, NUTS recovers a conjugate Gaussian posterior, every method config trains, and a
-trained run reloads for its figure's evaluation with the numbers the training job reported.
+bnnrepro.inference.posterior_targets): the loop's gradient step applies each update rule to the exact log posterior,
+WGD without repulsion is the deep ensemble, NUTS recovers a conjugate Gaussian posterior, every method config trains,
+and a trained run reloads for its figure's evaluation with the numbers the training job reported.
 
 The update rules and score estimators themselves are tested in test_repulsive_inference.py."""
 
@@ -17,8 +17,11 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from bnnrepro import evaluation
 from bnnrepro.data.registry import generate_instance, load_splits
+from bnnrepro.evaluations.__main__ import main as evaluate
+from bnnrepro.evaluations.inputs import load_run
+from bnnrepro.evaluations.posterior_arrays import EVALUATION as FIGURE_ARRAYS
+from bnnrepro.inference.posterior_targets import NetworkPosterior, gaussian_log_likelihood
 from bnnrepro.inference.repulsive import (
     ensemble_vjp,
     fsvgd_direction,
@@ -31,7 +34,7 @@ from bnnrepro.inference.repulsive import (
 from bnnrepro.inference.score_estimators import kde_score
 from bnnrepro.methods import build_method
 from bnnrepro.methods.hmc import HamiltonianMonteCarlo
-from bnnrepro.methods.posterior_targets import FIGURE_ARRAYS, NetworkPosterior, gaussian_log_likelihood, relu_mlp
+from bnnrepro.models.posterior_networks import relu_mlp
 from bnnrepro.optim import Adam
 from bnnrepro.runs import RunFolder
 from bnnrepro.train import compose_config, train
@@ -245,14 +248,14 @@ def test_a_trained_run_reloads_for_its_figure(config: str, dataset: str, overrid
     train(cfg, RunFolder(run_dir))
     metrics = json.loads((run_dir / "metrics.json").read_text())["metrics"]
     out = run_dir / "eval" / f"{FIGURE_ARRAYS}.npz"
-    evaluation.main([str(run_dir), FIGURE_ARRAYS, str(out)])
+    evaluate([str(run_dir), FIGURE_ARRAYS, str(out)])
     arrays = dict(np.load(out))
     if dataset == "repulsive_toy":
         error = arrays["posterior_predictive"].mean(0) - arrays["y_grid"][:, 0]
         assert math.isclose(np.sqrt((error**2).mean()), metrics["last_test_rmse"], rel_tol=1e-5)
         assert not np.allclose(arrays["posterior_predictive"], arrays["prior_predictive"])
     elif dataset == "repulsive_2d":
-        _, splits, method, _ = evaluation.load_run(run_dir)
+        _, splits, method, _ = load_run(run_dir)
         predicted = method.predict(torch.as_tensor(splits.x("test"))).argmax(-1).numpy()
         assert (predicted == splits.y("test")).mean() == pytest.approx(metrics["last_test_accuracy"])
         assert arrays["entropy"].shape == (20, 20) and (arrays["entropy"] >= 0).all()

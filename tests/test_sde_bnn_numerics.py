@@ -13,9 +13,8 @@ from torch import nn
 from torch.distributions import Normal, kl_divergence
 
 from bnnrepro.distributions import RegressionLikelihood, categorical_log_likelihood
-from bnnrepro.inference import sde_solve
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
-from bnnrepro.inference.sde_solve import SolverSettings, brownian_motion, integrate
+from bnnrepro.models import weight_sde_solver
 from bnnrepro.models.weight_sde import (
     AugmentedWeightSDE,
     GaussianInitialWeights,
@@ -25,6 +24,7 @@ from bnnrepro.models.weight_sde import (
     mlp_sdebnn,
     negative_elbo,
 )
+from bnnrepro.models.weight_sde_solver import SolverSettings, brownian_motion, integrate
 from tests.kl_checks import assert_same_mean_gradient, assert_stl_variance_vanishes
 
 ESTIMATORS = ("ckl", "fmc", "stl")
@@ -254,7 +254,9 @@ def test_the_solver_takes_the_same_steps_as_a_hand_written_euler_maruyama(float6
 def test_a_solver_that_stops_early_is_an_error(monkeypatch):
     """The clock check of `integrate`: a solve over [0, 0.53] (the JAX fixed-grid bug) raises."""
     sdeint = torchsde.sdeint
-    monkeypatch.setattr(sde_solve.torchsde, "sdeint", lambda sde, y0, ts, **kw: sdeint(sde, y0, ts * 0.53, **kw))
+    monkeypatch.setattr(
+        weight_sde_solver.torchsde, "sdeint", lambda sde, y0, ts, **kw: sdeint(sde, y0, ts * 0.53, **kw)
+    )
     model = mlp_sdebnn(1, 1, solver=SolverSettings(num_steps=10))
     with pytest.raises(RuntimeError, match="stopped at t = 0.53"):
         model(torch.randn(4, 1))

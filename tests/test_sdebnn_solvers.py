@@ -18,8 +18,8 @@ from bnnrepro.artifacts import sdebnn_solvers as artifacts
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.data.spec import DataSpec
-from bnnrepro.inference.sde_solve import integrate
 from bnnrepro.methods import build_method
+from bnnrepro.models.weight_sde_solver import integrate
 from bnnrepro.runs import RunFolder
 from bnnrepro.studies import SCALES, load_study
 from bnnrepro.train import compose_config, train

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from bnnrepro.data import standins
+from bnnrepro.data import corruptions
+from bnnrepro.data.corruptions import cifar10c_like, corrupt
 from bnnrepro.data.formats import (
     CIFAR10C_CORRUPTIONS,
     cifar10c_severity,
@@ -17,7 +18,7 @@ from bnnrepro.data.formats import (
     write_idx,
     write_svhn_mat,
 )
-from bnnrepro.data.standins import cifar10c_like, cifar_like, corrupt, fashion_like, mnist_like, svhn_like
+from bnnrepro.data.standins import cifar_like, fashion_like, mnist_like, svhn_like
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +143,7 @@ def test_fashion_like_is_not_mnist_like():
 
 
 def test_corruption_names_are_cifar10cs():
-    assert tuple(standins.CORRUPTIONS) == CIFAR10C_CORRUPTIONS
+    assert tuple(corruptions.CORRUPTIONS) == CIFAR10C_CORRUPTIONS
 
 
 @pytest.mark.parametrize("corruption", CIFAR10C_CORRUPTIONS)

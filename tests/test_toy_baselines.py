@@ -15,6 +15,8 @@ from torch.distributions import Normal, kl_divergence
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.data.toy_regression import generate_sdebnn_toy
+from bnnrepro.evaluations import toy_paths
+from bnnrepro.evaluations.inputs import EvaluationInputs
 from bnnrepro.methods import toy_baselines
 from bnnrepro.optim import Adam
 from bnnrepro.train import compose_config
@@ -142,12 +144,12 @@ def test_method_fits_the_toy(configs, toy, name):
 
 def test_toy_paths_arrays(configs, toy):
     method = build(configs, toy, "mfvi")
-    arrays = method.evaluation_arrays("toy_paths", toy, copy.deepcopy(method))
+    arrays = toy_paths.evaluation_arrays(method, "toy_paths", toy, EvaluationInputs(untrained=copy.deepcopy(method)))
     num_grid, num_samples = len(toy.x("test")), configs["mfvi"].method.eval_samples
     assert arrays["posterior_predictive"].shape == arrays["prior_predictive"].shape == (num_samples, num_grid)
     assert {"x_train", "y_train", "x_grid", "y_grid"} <= arrays.keys()
     with pytest.raises(KeyError):
-        method.evaluation_arrays("hidden_paths", toy, method)
+        toy_paths.evaluation_arrays(method, "hidden_paths", toy, EvaluationInputs(untrained=method))
 
 
 def test_classification_is_refused(configs):

@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import torch
 
+from bnnrepro.inference.kernels import rbf_kernel
+
 SDE_BNN_ECE_BINS = 10
 """sde_bnn.md §4: the paper does not state the bin count; the authors' code uses 10 equal-width bins."""
 
@@ -212,3 +214,15 @@ def gradient_standard_deviation(gradients: torch.Tensor) -> float:
     """
     _check_gradient_samples(gradients)
     return float(gradients.std(0, correction=1).mean())
+
+
+MMD_BANDWIDTH = 0.5
+"""h of the RBF kernel exp(-|x - y|^2 / h) of the MMD to the target: the authors' notebook tracks the MMD with its
+fixed `RBF(0.5)`, i.e. exp(-2 |x - y|^2) (repulsive.md §3, Fig. F.1)."""
+
+
+def maximum_mean_discrepancy(x: torch.Tensor, y: torch.Tensor, bandwidth: float = MMD_BANDWIDTH) -> float:
+    """MMD between the samples x [n, d] and y [m, d] under the RBF kernel: the square root of the biased
+    (V-statistic) estimate mean k(x, x') + mean k(y, y') - 2 mean k(x, y)."""
+    squared = rbf_kernel(x, x, bandwidth).mean() + rbf_kernel(y, y, bandwidth).mean()
+    return float((squared - 2 * rbf_kernel(x, y, bandwidth).mean()).clamp_min(0).sqrt())

@@ -15,7 +15,7 @@ from snakemake.utils import validate
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import CATALOG, implementations
 from bnnrepro.data.registry import data_path, dataset, downloads
-from bnnrepro.evaluation import declared_evaluations, evaluation_modules, evaluations_file, extra_data_files
+from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
 from bnnrepro.result_timestamps import record, restore
@@ -91,11 +91,11 @@ def train_code(wildcards):
 
 def evaluation_code(wildcards):
     """Source files an evaluation job runs (the entry point, the run's method, the evaluation's own module), and
-    config/evaluations.yaml, which holds the evaluations' settings."""
+    config/evaluations.yaml, which declares the evaluations."""
     study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
-    modules = ["bnnrepro.evaluation", METHOD_MODULES[config_method_name(method)]]
-    return source_files(*modules, *evaluation_modules(wildcards.evaluation)) + [
+    modules = ["bnnrepro.evaluations.__main__", METHOD_MODULES[config_method_name(method)]]
+    return source_files(*modules, declared_evaluation(wildcards.evaluation).code) + [
         str(evaluations_file().relative_to(project_root()))
     ]
 
@@ -183,9 +183,9 @@ def training_gpus(wildcards):
 
 
 def evaluation_gpus(wildcards):
-    """The declared evaluations (config/evaluations.yaml) compute on the run's device, as its training did; the
-    methods' own evaluations on the CPU."""
-    return TRAINING_GPUS if wildcards.evaluation in declared_evaluations() else 0
+    """An evaluation declared with `device: run` (config/evaluations.yaml) computes on the run's device, as its
+    training did; the others on the CPU."""
+    return TRAINING_GPUS if declared_evaluation(wildcards.evaluation).device == "run" else 0
 
 
 def artifact_inputs(wildcards):

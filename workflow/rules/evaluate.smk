@@ -25,5 +25,5 @@ rule evaluate:
     params:
         data=evaluation_data_arguments,
     shell:
-        "python -m bnnrepro.evaluation 'results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}' "
+        "python -m bnnrepro.evaluations 'results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}' "
         "{wildcards.evaluation} '{output}' {params.data} > '{log}' 2>&1"

@@ -41,7 +41,7 @@ class Implementation:
     uses: "metrics" (the study's aggregated runs), "data" (dataset files, listed by `data_files`),
     "runs" (the file `run_file` in the run folder of each of the study's runs of `methods`, on `datasets`
     if given: a training output such as "config.yaml", or "eval/<name>.npz", which
-    `python -m bnnrepro.evaluation` makes from the run's checkpoint) or "nothing" (analytic: computed from
+    `python -m bnnrepro.evaluations` makes from the run's checkpoint) or "nothing" (analytic: computed from
     formulas alone). `note` says how our
     version differs in size or setting from the paper's, per scale.
     """

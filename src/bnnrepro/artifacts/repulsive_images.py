@@ -1,6 +1,6 @@
 """Table 1 of repulsive deep ensembles (D'Angelo & Fortuin 2021): FashionMNIST (OOD: MNIST) and CIFAR-10 with
 ResNet32 (OOD: SVHN), from the `ood_detection` evaluation of every run of study `repulsive_images`
-(bnnrepro.methods.ood_detection).
+(bnnrepro.evaluations.ood_detection).
 
 Columns (repulsive.md §5): AUROC(H) and AUROC(MD), OOD detection by the predictive entropy and by the members'
 model disagreement; accuracy (%); H_o/H_t and MD_o/MD_t, the mean entropy and disagreement on OOD over test
@@ -21,8 +21,8 @@ import yaml
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
-from bnnrepro.evaluation import declared_evaluations
-from bnnrepro.methods.ood_detection import EVALUATION
+from bnnrepro.evaluations.declarations import declared_evaluations
+from bnnrepro.evaluations.ood_detection import EVALUATION
 from bnnrepro.metrics import (
     REPULSIVE_ECE_BINS,
     accuracy,

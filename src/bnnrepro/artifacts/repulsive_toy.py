@@ -1,5 +1,5 @@
 """Artifacts of the repulsive-ensembles toy study (D'Angelo & Fortuin 2021, Figs. 1, 2, 3 and F.1), drawn from the
-`posterior_arrays` evaluation of each run (bnnrepro.methods.posterior_targets): predictive samples on the 1D grid,
+`posterior_arrays` evaluation of each run (bnnrepro.evaluations.posterior_arrays): predictive samples on the 1D grid,
 predictive-entropy maps, and the particles of the samplers with the targets' exact reference samples.
 
 The paper gives no numbers for these figures; each panel adds the spec's quantitative checks (repulsive.md §3):
@@ -23,7 +23,8 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
 from bnnrepro.data.toy_regression import REPULSIVE_CLUSTERS
 from bnnrepro.distributions import normal_kl
-from bnnrepro.methods.posterior_targets import FIGURE_ARRAYS, SAMPLING_DENSITIES
+from bnnrepro.evaluations.posterior_arrays import EVALUATION as FIGURE_ARRAYS
+from bnnrepro.inference.posterior_targets import SAMPLING_DENSITIES
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 

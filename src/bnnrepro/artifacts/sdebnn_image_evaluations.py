@@ -1,5 +1,5 @@
 """Artifacts of the SDE-BNN image study drawn from evaluations of its CIFAR-10 runs (Xu et al. 2022, P1;
-bnnrepro.methods.image_evaluations, config/evaluations.yaml):
+bnnrepro.evaluations.image_classification, config/evaluations.yaml):
 
 * Fig. 6a, 11, 12: the SDE-BNN's test metrics under other test-time solver settings ("solver_sweep");
 * Fig. 6b: reliability diagrams of ODEnet and the SDE-BNN ("calibration");
@@ -21,10 +21,10 @@ from matplotlib.figure import Figure
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
 from bnnrepro.artifacts.sdebnn_images import MODEL_LABELS, STUDY, scale_note
-from bnnrepro.evaluation import declared_evaluations
-from bnnrepro.inference.sde_solve import SolverSettings
-from bnnrepro.methods.image_evaluations import sweep_settings
+from bnnrepro.evaluations.declarations import declared_evaluations
+from bnnrepro.evaluations.image_classification import sweep_settings
 from bnnrepro.metrics import corruption_errors
+from bnnrepro.models.weight_sde_solver import SolverSettings
 from bnnrepro.studies import load_study
 
 DATASETS = ("cifar10",)
@@ -39,7 +39,7 @@ TRAINING_COLOUR = "grey"  # P1 Fig. 6a: "Grey line is solver's training toleranc
 
 
 def eval_file(evaluation: str) -> str:
-    """The file rule `evaluate` makes in a run folder (bnnrepro.evaluation)."""
+    """The file rule `evaluate` makes in a run folder (bnnrepro.evaluations)."""
     return f"eval/{evaluation}.npz"
 
 
@@ -100,7 +100,7 @@ def corruption_note(scale: str) -> str:
         "the real CIFAR-10-C, all 10,000 images of each of the 19 corruptions x 5 severities"
         if count is None
         else "a STAND-IN for CIFAR-10-C (the 19 corruptions re-implemented at 5 severities on the stand-in's test "
-        f"images, bnnrepro.data.standins.corrupt), the first {count} images of each corruption and severity"
+        f"images, bnnrepro.data.corruptions.corrupt), the first {count} images of each corruption and severity"
     )
     return (
         f"{scale_note(scale)} Evaluated on {data}; the clean error is that of the same images uncorrupted. Errors "

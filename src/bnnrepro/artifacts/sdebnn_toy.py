@@ -1,5 +1,5 @@
 """Artifacts of the SDE-BNN toy 1D study: Xu et al. 2022 (P1) Figs. 1, 2, 8 and the workshop paper (P2)
-Figs. 1-4, drawn from the `toy_paths` evaluation of the trained runs (bnnrepro.methods.continuous_depth);
+Figs. 1-4, drawn from the `toy_paths` evaluation of the trained runs (bnnrepro.evaluations.toy_paths);
 P1 Table 2 from the runs' resolved configs and Table 5 from the method registry."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from bnnrepro.paths import train_config_dir
 PERCENTILES = (5, 25)  # shaded bands: 5-95 % and 25-75 % of the samples ("density percentiles")
 SAMPLE_LINES = 5  # function samples drawn as lines
 BAND_COLOUR = "tab:blue"
-TOY_PATHS = "eval/toy_paths.npz"  # made by bnnrepro.evaluation from each run's checkpoint
+TOY_PATHS = "eval/toy_paths.npz"  # made by bnnrepro.evaluations from each run's checkpoint
 
 
 def toy_note(scale: str) -> str:

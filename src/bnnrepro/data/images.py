@@ -170,6 +170,8 @@ def svhn_standin(entry: Download, out: Path, seed: int = 0) -> None:
 
 def cifar10c_standin(entry: Download, out: Path, seed: int = 0) -> None:
     """The 19 stand-in corruptions at 5 severities of the first test images of the CIFAR-10 stand-in."""
+    from bnnrepro.data.corruptions import cifar10c_like  # SciPy: imported only to write the stand-in (`_standins`)
+
     clean = _standins().cifar_like(STANDIN_TRAIN, STANDIN_TEST, 10, seed)
     images, labels = clean["x_test"][:STANDIN_CORRUPTED], clean["y_test"][:STANDIN_CORRUPTED]
-    _save(out, _standins().cifar10c_like(images, labels, seed))
+    _save(out, cifar10c_like(images, labels, seed))

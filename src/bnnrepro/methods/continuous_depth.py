@@ -8,19 +8,17 @@ softmax likelihood for classification or a location-scale likelihood for regress
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torchsde
 from omegaconf import DictConfig
 from torch import nn
 
-from bnnrepro.data.spec import DataSpec, Splits
+from bnnrepro.data.spec import DataSpec
 from bnnrepro.distributions import RegressionLikelihood, categorical_log_likelihood
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
-from bnnrepro.inference.sde_solve import SolverSettings
-from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_predictive_arrays
-from bnnrepro.methods.image_classifiers import image_network
+from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
+from bnnrepro.models.image_classifiers import image_network
 from bnnrepro.models.weight_sde import (
     SDEBNN,
     AugmentedWeightSDE,
@@ -29,11 +27,9 @@ from bnnrepro.models.weight_sde import (
     ZeroAugment,
     negative_elbo,
 )
+from bnnrepro.models.weight_sde_solver import SolverSettings
 
-TRAJECTORY_INPUTS = 7  # initial states drawn in the trajectory figures (spec's plan for P1 Fig. 1)
-TRAJECTORY_SAMPLES = 50  # weight paths per initial state
 TRAJECTORY_TIMES = 51  # depths t in [0, 1] at which the hidden state is recorded
-WEIGHT_SAMPLES = 1000  # posterior weight samples at t = 1 (workshop Fig. 3)
 
 
 class ODENet(nn.Module):
@@ -114,32 +110,10 @@ class ContinuousDepthMethod(LossMinimiser, FixedArchitectureMethod):
         y0 = network.sde.initial_state(w0, network.input_layer(x))
         return torchsde.sdeint(network.sde, y0, times, method="euler", dt=network.solver.dt)
 
-    def evaluation_arrays(self, name: str, splits: Splits, untrained: ContinuousDepthMethod) -> dict[str, np.ndarray]:
-        """Arrays for the figures. "toy_paths": predictive samples of the posterior and the prior on the test
-        grid, hidden-state paths of a few inputs, and posterior weight samples at t = 1 (SDE-BNN).
-
-        The prior predictive is the untrained model's (spec P1 Fig. 2: NN_phi starts at zero, so the untrained
-        SDE-BNN is the prior); for ODEnet, which has no prior, it is the untrained network."""
-        if name != "toy_paths":
-            raise KeyError(f"unknown evaluation {name!r} for {type(self.network).__name__}; known: toy_paths")
-        x_train = splits.x("train")
-        starts = torch.linspace(float(x_train.min()), float(x_train.max()), TRAJECTORY_INPUTS)[:, None]
-        times, paths = self.hidden_paths(starts, TRAJECTORY_SAMPLES)
-        arrays = {
-            **toy_predictive_arrays(self, splits, untrained),
-            "trajectory_inputs": starts[:, 0].numpy(),
-            "times": times.numpy(),
-            "hidden_paths": paths.numpy(),
-        }
-        if isinstance(self.network, SDEBNN):
-            final = self.weight_and_hidden_paths(starts, WEIGHT_SAMPLES, torch.tensor([0.0, 1.0]))[-1]
-            arrays["weights_at_t1"] = self.network.sde.split(final).w.numpy()
-        return arrays
-
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> ContinuousDepthMethod:
     """SDE-BNN or ODEnet with fully connected dynamics on the input plus `augment` zero dimensions; with an
-    `architecture` key, an image classifier of SDE-BNN Table 1 (`bnnrepro.methods.image_classifiers`)."""
+    `architecture` key, an image classifier of SDE-BNN Table 1 (`bnnrepro.models.image_classifiers`)."""
     cfg = run_cfg.method
     if "architecture" in cfg:
         return ContinuousDepthMethod(image_network(cfg, run_cfg.dataset.name, spec.num_classes), spec.task, None, cfg)

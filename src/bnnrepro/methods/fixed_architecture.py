@@ -1,28 +1,11 @@
 """What the methods with a fixed architecture share: one Adam group for all parameters, nothing to grow or
-rebuild, and the "toy_paths" evaluation arrays of a 1D regression (data and predictive samples on the grid)."""
+rebuild."""
 
 from __future__ import annotations
 
-import numpy as np
-import torch
 from torch import nn
 
-from bnnrepro.data.spec import Splits
 from bnnrepro.optim import Adam
-
-
-def toy_predictive_arrays(method: nn.Module, splits: Splits, untrained: nn.Module) -> dict[str, np.ndarray]:
-    """The "toy_paths" arrays of a regression method: the data, and predictive samples [S, N] of the trained
-    (posterior) and the untrained (as initialised) method on the test grid (SDE-BNN P1 Figs. 2, 10)."""
-    grid = torch.as_tensor(splits.x("test"))
-    return {
-        "x_train": splits.x("train"),
-        "y_train": splits.y("train"),
-        "x_grid": splits.x("test"),
-        "y_grid": splits.y("test"),
-        "posterior_predictive": method.predict(grid)[..., 0].numpy(),
-        "prior_predictive": untrained.predict(grid)[..., 0].numpy(),
-    }
 
 
 class FixedArchitectureMethod(nn.Module):
@@ -41,9 +24,3 @@ class FixedArchitectureMethod(nn.Module):
 
     def prepare_resume(self, state: dict) -> None:
         """Nothing to build before loading a checkpoint."""
-
-    def evaluation_arrays(self, name: str, splits: Splits, untrained: nn.Module) -> dict[str, np.ndarray]:
-        """The arrays of evaluation "toy_paths" (`toy_predictive_arrays`)."""
-        if name != "toy_paths":
-            raise KeyError(f"unknown evaluation {name!r} for {type(self).__name__}; known: toy_paths")
-        return toy_predictive_arrays(self, splits, untrained)

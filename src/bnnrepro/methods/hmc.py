@@ -1,5 +1,5 @@
 """HMC, the "gold standard" of repulsive deep ensembles' Figs. 1 and 3 (D'Angelo & Fortuin 2021; repulsive.md §1.10):
-Pyro's No-U-Turn sampler on the same network posterior the ensembles sample (bnnrepro.methods.posterior_targets).
+Pyro's No-U-Turn sampler on the same network posterior the ensembles sample (bnnrepro.inference.posterior_targets).
 
 The paper states no HMC setting and the authors' code has none; the choices are in config/train/method/hmc.yaml.
 Its training step samples: one step, on the whole training set, runs `num_chains` chains one after another (each
@@ -18,8 +18,9 @@ from omegaconf import DictConfig
 from pyro.infer.mcmc import MCMC, NUTS
 
 from bnnrepro.data.spec import DataSpec
-from bnnrepro.methods.posterior_targets import NetworkPosterior, WeightSamples, build_target
+from bnnrepro.inference.posterior_targets import NetworkPosterior
 from bnnrepro.methods.protocol import finite_loss
+from bnnrepro.methods.weight_samples import WeightSamples, build_target
 from bnnrepro.optim import Adam
 
 MIN_DRAWS = 4

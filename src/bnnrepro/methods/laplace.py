@@ -30,7 +30,7 @@ from bnnrepro.data.spec import DataSpec
 from bnnrepro.distributions import RegressionLikelihood
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
-from bnnrepro.methods.posterior_targets import relu_mlp
+from bnnrepro.models.posterior_networks import relu_mlp
 
 SUBSETS_OF_WEIGHTS = ("last_layer",)
 """Which weights the posterior covers (laplace-torch's `subset_of_weights`): `predict` draws the last layer's."""

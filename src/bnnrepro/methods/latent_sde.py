@@ -6,28 +6,24 @@ the whole set of observations (full batch), and the loss is the per-datum negati
     -(1/N) ( sum_n E_q log p(y_n | z_{x_n}) - kl_weight E_q KL(q || p) )
 
 with the KL estimated by `kl_estimator` (ckl | fmc | stl, spec §1.4) and a Cauchy (Fig. 3) or Gaussian (Fig. 4)
-likelihood. Evaluations: "latent_paths" (Fig. 3) and "gradient_variance" (Fig. 4).
+likelihood. Its figures' evaluations: `bnnrepro.evaluations.latent_paths` (Fig. 3) and
+`bnnrepro.evaluations.gradient_variance` (Fig. 4).
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from omegaconf import DictConfig
 from torch.func import functional_call, grad, vmap
 
-from bnnrepro.data.spec import DataSpec, Splits
+from bnnrepro.data.spec import DataSpec
 from bnnrepro.distributions import RegressionLikelihood
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
-from bnnrepro.metrics import gradient_standard_deviation, gradient_variance
 from bnnrepro.models.latent_sde import LatentSDE
-from bnnrepro.models.weight_sde import KL_ESTIMATORS, DriftNet, negative_elbo
+from bnnrepro.models.weight_sde import DriftNet, negative_elbo
 
-PATH_TIMES = 121  # times on [t_start, t_end] at which "latent_paths" records z
-PATH_SAMPLES = 200  # sample paths kept for Fig. 3 (left)
-JOINT_SAMPLES = 4000  # samples of (z_t0, z_t1) for the joint density and marginals of Fig. 3 (right)
 GRADIENT_CHUNK = 250  # gradient draws vectorised at once (bounds the memory of the per-draw backward passes)
 
 
@@ -84,43 +80,6 @@ class LatentSDEMethod(LossMinimiser, FixedArchitectureMethod):
             draws_of_phi = per_draw(phi, z0[:, None], noise[:, :, None], kl_estimator)
             gradients[kl_estimator] = torch.cat([g.flatten(1) for g in draws_of_phi.values()], dim=1)
         return gradients
-
-    def evaluation_arrays(self, name: str, splits: Splits, untrained: LatentSDEMethod) -> dict[str, np.ndarray]:
-        """Arrays of evaluation `name`.
-
-        "latent_paths" (Fig. 3): z on a grid of PATH_TIMES times over the model's interval for PATH_SAMPLES posterior
-        paths, and JOINT_SAMPLES samples of (z_t0, z_t1) with t0, t1 the interval's ends (the paper names the times
-        t_0, t_1 without values; the authors' two observations both sit at the end).
-        "gradient_variance" (Fig. 4): for each KL estimator, the variance (and standard deviation) over
-        `gradient_samples` single-path gradient draws w.r.t. phi, averaged over the parameters, at the run's
-        parameters, after `iterations` training steps."""
-        x, y = torch.as_tensor(splits.x("train")), torch.as_tensor(splits.y("train"))
-        arrays = {
-            "observation_times": x[:, 0].numpy(),
-            "observations": y[:, 0].numpy(),
-            "iterations": self.iterations.numpy(),
-        }
-        if name == "latent_paths":
-            times = torch.linspace(self.model.t_start, self.model.t_end, PATH_TIMES)
-            with torch.no_grad():
-                z = self.model.sample(times, JOINT_SAMPLES)[0][..., 0]
-            return {
-                **arrays,
-                "times": times.numpy(),
-                "paths": z[:, :PATH_SAMPLES].T.numpy(),
-                "joint_times": times[[0, -1]].numpy(),
-                "joint": z[[0, -1]].T.numpy(),
-            }
-        if name == "gradient_variance":
-            draws = self.gradient_draws(x, y, KL_ESTIMATORS, self.gradient_samples)  # torch.func.grad ignores no_grad
-            return {
-                **arrays,
-                "estimators": np.array(KL_ESTIMATORS),
-                "variance": np.array([gradient_variance(draws[e]) for e in KL_ESTIMATORS]),
-                "standard_deviation": np.array([gradient_standard_deviation(draws[e]) for e in KL_ESTIMATORS]),
-                "mean_gradient": torch.stack([draws[e].mean(0) for e in KL_ESTIMATORS]).numpy(),
-            }
-        raise KeyError(f"unknown evaluation {name!r} for a latent SDE; known: latent_paths, gradient_variance")
 
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> LatentSDEMethod:

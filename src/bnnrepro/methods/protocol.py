@@ -1,4 +1,4 @@
-"""What the training job (bnnrepro.train) and the evaluation job (bnnrepro.evaluation) call on a method.
+"""What the training job (bnnrepro.train) and the evaluation job (bnnrepro.evaluations) call on a method.
 
 A method is an `nn.Module` with every hook of `Method`; `build_method` checks it (`check_method`). The training
 loop, for each epoch: `adapt_architecture` and `training_step` on each minibatch; before each evaluation (every

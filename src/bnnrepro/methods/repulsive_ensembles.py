@@ -1,5 +1,5 @@
 """Repulsive deep ensembles (D'Angelo & Fortuin 2021) as training-loop methods: n particles [n, d] of a target
-(bnnrepro.methods.posterior_targets) moved by one update rule of the inference library.
+(bnnrepro.inference.posterior_targets) moved by one update rule of the inference library.
 
 Rules (config `rule`, with `estimator` kde | sge | ssge for the Wasserstein ones):
   de     eq. (2), independent MAP ascent (deep ensemble)         wgd    eqs. (13)-(17), kde/sge/ssge-WGD
@@ -23,6 +23,7 @@ from torch import nn
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.errors import DivergedError
+from bnnrepro.inference.posterior_targets import NetworkPosterior, SamplingTarget, Target
 from bnnrepro.inference.repulsive import (
     deep_ensemble_direction,
     fsvgd_direction,
@@ -31,8 +32,8 @@ from bnnrepro.inference.repulsive import (
     wgd_direction,
 )
 from bnnrepro.inference.score_estimators import ScoreEstimator, kde_score, sge_score, ssge_score
-from bnnrepro.methods.posterior_targets import NetworkPosterior, SamplingTarget, Target, WeightSamples, build_target
 from bnnrepro.methods.protocol import finite_loss
+from bnnrepro.methods.weight_samples import WeightSamples, build_target
 from bnnrepro.optim import Adam
 
 WEIGHT_SPACE_RULES = ("de", "wgd", "svgd")
@@ -97,7 +98,7 @@ class ParticleEnsemble(WeightSamples):
 
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> ParticleEnsemble:
-    """The ensemble of config/train/method/<name>.yaml on the run's data (see posterior_targets.build_target)."""
+    """The ensemble of config/train/method/<name>.yaml on the run's data (see weight_samples.build_target)."""
     cfg = run_cfg.method
     target = build_target(run_cfg, spec, function_space=cfg.rule in FUNCTION_SPACE_RULES)
     if cfg.rule in FUNCTION_SPACE_RULES and not isinstance(target, NetworkPosterior):

@@ -21,9 +21,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
-from bnnrepro.inference.sde_solve import SolverSettings, brownian_motion, integrate
 from bnnrepro.models.hyper_ode import WeightODEBlock
 from bnnrepro.models.weight_sde import ACTIVATIONS, SDEBNN, HiddenDynamics, ZeroAugment
+from bnnrepro.models.weight_sde_solver import SolverSettings, brownian_motion, integrate
 
 
 def with_time_channel(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,7 @@ with u = NN_phi / sigma, and the three path-KL estimators of spec §1.4:
     stl  int 1/2 |u|^2 dt + int u(z, t, ⊥phi) dB    (eq. 12, sticking the landing)
 
 The dB of the martingale terms are the increments that drive z (Ito Euler-Maruyama, App. A eq. 13).
-`inference.sde_solve.euler_maruyama` integrates SDE-BNN's augmented state over [0, 1] only and returns the
+`models.weight_sde_solver.euler_maruyama` integrates SDE-BNN's augmented state over [0, 1] only and returns the
 final state; a latent SDE needs another interval and the path at the observation times, hence the loop here.
 """
 

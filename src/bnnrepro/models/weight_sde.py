@@ -24,8 +24,8 @@ from torch.nn import functional as F
 
 from bnnrepro.distributions import gaussian_kl
 from bnnrepro.inference.ou_prior import OrnsteinUhlenbeckPrior
-from bnnrepro.inference.sde_solve import SolverSettings, brownian_motion, integrate
 from bnnrepro.models.batched_mlp import batched_mlp, layer_sizes
+from bnnrepro.models.weight_sde_solver import SolverSettings, brownian_motion, integrate
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "tanh": torch.tanh,
@@ -214,7 +214,7 @@ class AugmentedWeightSDE(nn.Module):
     * "stl": adds int u(w, t, stop_gradient(phi)) dB (eq. 12, sticking the landing); phi is held constant
       there, w is not. Both dB terms are Ito integrals over the SAME increments that drive w, which the
       diagonal noise of torchsde cannot express: these two go through `weight_noise_prod` and the fixed-step
-      Euler-Maruyama loop of `bnnrepro.inference.sde_solve`.
+      Euler-Maruyama loop of `bnnrepro.models.weight_sde_solver`.
     """
 
     noise_type = "diagonal"

@@ -9,10 +9,10 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
-from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.models.conv_dynamics import ImageSetting, image_hyperodenet, image_odenet, image_sdebnn
 from bnnrepro.models.mean_field import SampledNetwork, to_mean_field
 from bnnrepro.models.resnet import ResNet, channels_first
+from bnnrepro.models.weight_sde_solver import SolverSettings
 
 IMAGE_SHAPES = {  # (C, H, W) of each image dataset
     "mnist": (1, 28, 28),

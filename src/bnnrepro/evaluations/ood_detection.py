@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from bnnrepro.data.spec import Splits
-from bnnrepro.evaluation import EvaluationInputs
-from bnnrepro.methods.posterior_targets import WeightSamples
+from bnnrepro.evaluations.inputs import EvaluationInputs
+from bnnrepro.methods.weight_samples import WeightSamples
 from bnnrepro.metrics import model_disagreement, predictive_entropy
 
 EVALUATION = "ood_detection"

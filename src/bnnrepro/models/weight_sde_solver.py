@@ -23,17 +23,29 @@ Each `BrownianInterval` is a reference cycle that holds the noise it cached: a t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 import torchsde
 
-if TYPE_CHECKING:
-    from bnnrepro.models.weight_sde import AugmentedWeightSDE
-
 METHODS = ("euler", "milstein", "srk")
 CLOCK_TOLERANCE = 1e-4
 PAIRED_PATH_RESOLUTION = 1e-6  # the dyadic tree locates query times to this precision (torchsde's `tol`)
+
+
+class AugmentedSDE(Protocol):
+    """What the integrators call of the SDE-BNN's augmented SDE (`bnnrepro.models.weight_sde.AugmentedWeightSDE`,
+    which imports this module): besides torchsde's `f` and `g`, the weight count, the KL estimator, the weights'
+    noise product g(y) dB_w and the split of the state into (weights, hidden units, KL, clock)."""
+
+    num_weights: int
+    kl_estimator: str
+
+    def f(self, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor: ...
+
+    def weight_noise_prod(self, t: torch.Tensor, y: torch.Tensor, dw_noise: torch.Tensor) -> torch.Tensor: ...
+
+    def split(self, y: torch.Tensor) -> tuple[torch.Tensor, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ class SolverSettings:
 
 
 def brownian_motion(
-    sde: AugmentedWeightSDE, y0: torch.Tensor, settings: SolverSettings, entropy: int | None = None
+    sde: AugmentedSDE, y0: torch.Tensor, settings: SolverSettings, entropy: int | None = None
 ) -> torchsde.BrownianInterval:
     """The weights' Brownian motion B_t on [0, 1], [num_samples, num_weights]; the same `entropy` gives the same
     path (for paired comparisons, e.g. adjoint vs backprop, or one estimator against another). Without one, the
@@ -128,7 +140,7 @@ class ZeroPaddedBrownian(torchsde.BaseBrownian):
 
 
 def integrate(
-    sde: AugmentedWeightSDE,
+    sde: AugmentedSDE,
     y0: torch.Tensor,
     settings: SolverSettings,
     bm: torchsde.BrownianInterval | None = None,
@@ -157,9 +169,7 @@ def integrate(
     return y1
 
 
-def euler_maruyama(
-    sde: AugmentedWeightSDE, y0: torch.Tensor, num_steps: int, bm: torchsde.BrownianInterval
-) -> torch.Tensor:
+def euler_maruyama(sde: AugmentedSDE, y0: torch.Tensor, num_steps: int, bm: torchsde.BrownianInterval) -> torch.Tensor:
     """Ito Euler-Maruyama (App. A eq. 13) on t_i = i / num_steps: y += f dt + g(y) dB_w, with the weights'
     increments dB_w = bm(t_i, t_{i+1}) also driving the KL's martingale term."""
     times = torch.linspace(0.0, 1.0, num_steps + 1, dtype=y0.dtype, device=y0.device)

@@ -1,5 +1,4 @@
-"""The distributions that the repulsive ensembles and their HMC reference sample (D'Angelo & Fortuin 2021), and
-what a set of samples of them shows in the figures.
+"""The distributions that the repulsive ensembles and their HMC reference sample (D'Angelo & Fortuin 2021).
 
 Two kinds of target, both over vectors stacked as rows [n, d] ("particles" of an ensemble, or HMC draws):
   * `NetworkPosterior`: the weight posterior of an MLP, p(w | D) ∝ prod_b p(y_b | f(x_b; w)) N(w; 0, prior_variance I)
@@ -14,8 +13,8 @@ Two kinds of target, both over vectors stacked as rows [n, d] ("particles" of an
     The particles are the samples, the "loss" is the mean negative log density of the particles, and an epoch is
     one update of all particles (the loop's batches only count steps: the particles are the method's state).
 
-`WeightSamples` is what the particle methods and HMC share: predictions, figure arrays and diagnostics from a set
-of samples of a target.
+The networks come from `bnnrepro.models.posterior_networks`; `bnnrepro.methods.weight_samples.build_target` builds
+a run's target from its config.
 """
 
 from __future__ import annotations
@@ -23,20 +22,14 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
-from itertools import pairwise
 
-import numpy as np
 import torch
-from omegaconf import DictConfig
 from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn.utils import parameters_to_vector
 
-from bnnrepro.data.classification_2d import input_grid
-from bnnrepro.data.registry import load_splits
 from bnnrepro.data.sampling_targets import funnel_log_density, gaussian_log_density
-from bnnrepro.data.spec import DataSpec, Splits
-from bnnrepro.inference.kernels import rbf_kernel
+from bnnrepro.distributions import probabilities_log_likelihood
 from bnnrepro.inference.repulsive import (
     LogLikelihood,
     PullBack,
@@ -47,23 +40,13 @@ from bnnrepro.inference.repulsive import (
     sample_prior_outputs,
     unflatten_parameters,
 )
-from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod, toy_predictive_arrays
-from bnnrepro.metrics import predictive_entropy
-from bnnrepro.models.resnet import ChannelsFirstImages, ResNet
-
-FIGURE_ARRAYS = "posterior_arrays"
-"""The evaluation every run of the study makes for its figure: predictive samples on the 1D grid (regression),
-the predictive-entropy map (classification) or the particles and the target's reference samples (sampling)."""
+from bnnrepro.metrics import maximum_mean_discrepancy
 
 SAMPLING_DENSITIES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gaussian_target": gaussian_log_density,
     "funnel_target": funnel_log_density,
 }
 """log p(x) [...] of points x [..., 2] of each sampling dataset (config/datasets.yaml)."""
-
-MMD_BANDWIDTH = 0.5
-"""h of the RBF kernel exp(-|x - y|^2 / h) of the MMD to the target: the authors' notebook tracks the MMD with its
-fixed `RBF(0.5)`, i.e. exp(-2 |x - y|^2) (repulsive.md §3, Fig. F.1)."""
 
 PREDICT_CHUNK = 32
 """Members per batched forward when averaging class probabilities (bounds memory on the 300 x 300 entropy grid)."""
@@ -82,43 +65,17 @@ def gaussian_log_likelihood(std: float) -> LogLikelihood:
 
 
 def categorical_log_likelihood(outputs_are_probabilities: bool) -> LogLikelihood:
-    """log p(y | f) of a categorical likelihood on logits f, or on probabilities f (then clamped at the smallest
-    normal number, so that a vanishing probability gives a large finite score, not an infinite one)."""
+    """log p(y | f) of a categorical likelihood on logits f, or on probabilities f
+    (`bnnrepro.distributions.probabilities_log_likelihood`). On logits it normalises by log_softmax, which rounds
+    differently from `bnnrepro.distributions.categorical_log_likelihood` (logits - logsumexp) in the last bits: the
+    particle methods keep it so that their results stay those they were published with here."""
+    if outputs_are_probabilities:
+        return probabilities_log_likelihood
 
     def log_likelihood(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        if outputs_are_probabilities:
-            picked = outputs.gather(-1, targets[:, None]).squeeze(-1)
-            return picked.clamp_min(torch.finfo(outputs.dtype).tiny).log()
         return outputs.log_softmax(-1).gather(-1, targets[:, None]).squeeze(-1)
 
     return log_likelihood
-
-
-def relu_mlp(num_features: int, hidden_widths: Sequence[int], num_outputs: int) -> nn.Sequential:
-    """A fully connected ReLU network (the authors' toy MLPs: 1-10-10-1 and 2-10-10-5, repulsive.md §4)."""
-    widths = [num_features, *hidden_widths]
-    layers: list[nn.Module] = []
-    for fan_in, fan_out in pairwise(widths):
-        layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
-    return nn.Sequential(*layers, nn.Linear(widths[-1], num_outputs))
-
-
-def posterior_network(cfg: DictConfig, spec: DataSpec, num_outputs: int) -> nn.Module:
-    """The network of method config `cfg`: `architecture` mlp, the ReLU MLP of `hidden_widths` (an image input is
-    flattened first), or resnet, the CIFAR ResNet of `resnet_blocks_per_stage` blocks per stage (6n + 2 layers:
-    ResNet32 at n = 5, the authors' Table 1 model, and ResNet8 at n = 1), ReLU and no normalisation, as their
-    `ResNet(n=5, use_batch_norm=False)` (repulsive.md §3, Table 1)."""
-    if cfg.architecture == "mlp":
-        if len(spec.input_shape) > 1:
-            return nn.Sequential(nn.Flatten(), relu_mlp(math.prod(spec.input_shape), cfg.hidden_widths, num_outputs))
-        return relu_mlp(spec.num_features, cfg.hidden_widths, num_outputs)
-    if cfg.architecture == "resnet":
-        if len(spec.input_shape) not in (2, 3):
-            raise ValueError(f"architecture 'resnet' needs images [H, W] or [H, W, C], got inputs {spec.input_shape}")
-        channels = spec.input_shape[2] if len(spec.input_shape) == 3 else 1
-        resnet = ResNet(channels, num_outputs, cfg.resnet_blocks_per_stage, activation="relu")
-        return nn.Sequential(ChannelsFirstImages(), resnet)
-    raise ValueError(f"method {cfg.name!r}: unknown architecture {cfg.architecture!r}; known: mlp, resnet")
 
 
 def member_prior_variances(variances: Sequence[float], num_particles: int) -> torch.Tensor:
@@ -130,13 +87,6 @@ def member_prior_variances(variances: Sequence[float], num_particles: int) -> to
             f"set method.num_particles to a multiple of {len(variances)}"
         )
     return torch.tensor(list(variances), dtype=torch.float32).repeat_interleave(num_particles // len(variances))
-
-
-def maximum_mean_discrepancy(x: torch.Tensor, y: torch.Tensor, bandwidth: float = MMD_BANDWIDTH) -> float:
-    """MMD between the samples x [n, d] and y [m, d] under the RBF kernel: the square root of the biased
-    (V-statistic) estimate mean k(x, x') + mean k(y, y') - 2 mean k(x, y)."""
-    squared = rbf_kernel(x, x, bandwidth).mean() + rbf_kernel(y, y, bandwidth).mean()
-    return float((squared - 2 * rbf_kernel(x, y, bandwidth).mean()).clamp_min(0).sqrt())
 
 
 class NetworkPosterior(nn.Module):
@@ -243,24 +193,6 @@ class NetworkPosterior(nn.Module):
         chunks = [self._probabilities(ensemble_forward(self.network, weights, part)) for part in x.split(INPUT_CHUNK)]
         return torch.cat(chunks, dim=1)
 
-    def evaluation_arrays(
-        self, method: WeightSamples, splits: Splits, untrained: WeightSamples
-    ) -> dict[str, np.ndarray]:
-        """Regression: the data and the predictive samples on the test grid, trained and as initialised (Fig. 1).
-        Classification: the training data and the predictive entropy (nats) on an entropy_grid^2 mesh over
-        [-20, 20]^2 (Fig. 3; the authors' code: 300^2), as entropy[i, j] at (x1, x2) = (grid_axis[j], grid_axis[i])."""
-        if self.task == "regression":
-            return toy_predictive_arrays(method, splits, untrained)
-        grid = input_grid(self.entropy_grid)
-        axis = np.unique(grid[:, 0])
-        entropy = predictive_entropy(method.predict(torch.as_tensor(grid))[None])
-        return {
-            "x_train": splits.x("train"),
-            "y_train": splits.y("train"),
-            "grid_axis": axis,
-            "entropy": entropy.view(len(axis), len(axis)).numpy(),
-        }
-
     def diagnostics(self, weights: torch.Tensor) -> dict[str, float]:
         return {}
 
@@ -301,18 +233,6 @@ class SamplingTarget(nn.Module):
         """A sampler predicts no targets: [n, N, 0] (the training loop's regression RMSE of a sampling run is NaN)."""
         return weights.new_empty(len(weights), len(x), 0)
 
-    def evaluation_arrays(
-        self, method: WeightSamples, splits: Splits, untrained: WeightSamples
-    ) -> dict[str, np.ndarray]:
-        """The final and initial particles, the reference samples and the final MMD (Figs. 2 and F.1)."""
-        particles = method.weights().detach()
-        return {
-            "particles": particles.numpy(),
-            "initial": untrained.weights().detach().numpy(),
-            "reference": splits.x("test"),
-            "mmd": np.asarray(maximum_mean_discrepancy(particles, self.reference)),
-        }
-
     def diagnostics(self, weights: torch.Tensor) -> dict[str, float]:
         """MMD to the reference samples, and the errors of the particles' mean (Euclidean) and covariance
         (Frobenius): the spec's quantitative check for Figs. 2 and F.1 (repulsive.md §3)."""
@@ -325,62 +245,3 @@ class SamplingTarget(nn.Module):
 
 
 Target = NetworkPosterior | SamplingTarget
-
-
-def build_target(run_cfg: DictConfig, spec: DataSpec, function_space: bool = False) -> Target:
-    """The target of a run: its dataset's density for a sampling dataset, otherwise the posterior of the method
-    config's network (`posterior_network`) under prior_variance (one per member with member_prior_variances), and
-    likelihood_std for regression, the dataset's entropy_grid for 2D classification. `function_space`: the
-    network ends in a softmax when a function-space rule repels class probabilities (function_values)."""
-    cfg = run_cfg.method
-    if spec.task == "sampling":
-        splits = load_splits(run_cfg.dataset)
-        start, reference = (torch.as_tensor(splits.x(s)) for s in ("train", "test"))
-        return SamplingTarget(SAMPLING_DENSITIES[run_cfg.dataset.name], start, reference)
-    if spec.task == "regression":
-        network = posterior_network(cfg, spec, 1)
-        return NetworkPosterior(network, gaussian_log_likelihood(cfg.likelihood_std), cfg.prior_variance, spec.task)
-    if spec.task != "classification":
-        raise ValueError(f"method {cfg.name!r} supports regression, classification and sampling, got {spec.task!r}")
-    probabilities = function_space and cfg.function_values == "probabilities"
-    network = posterior_network(cfg, spec, spec.num_classes)
-    if probabilities:
-        network = nn.Sequential(network, nn.Softmax(-1))
-    log_likelihood = categorical_log_likelihood(probabilities)
-    prior_variance = cfg.prior_variance
-    if cfg.get("member_prior_variances"):
-        prior_variance = member_prior_variances(cfg.member_prior_variances, cfg.num_particles)
-    grid = run_cfg.dataset.get("entropy_grid", 0)
-    return NetworkPosterior(network, log_likelihood, prior_variance, spec.task, probabilities, grid)
-
-
-class WeightSamples(FixedArchitectureMethod):
-    """A method whose state is a set of samples [n, d] of a target (the particles of an ensemble, or HMC draws):
-    predictions, the figure arrays of evaluation FIGURE_ARRAYS and diagnostics all come from `weights()`."""
-
-    def __init__(self, target: Target):
-        super().__init__()
-        self.target = target
-
-    def weights(self) -> torch.Tensor:
-        raise NotImplementedError
-
-    @torch.no_grad()
-    def predict(self, x: torch.Tensor) -> torch.Tensor:
-        return self.target.predict(self.weights().detach(), x)
-
-    @torch.no_grad()
-    def member_probabilities(self, x: torch.Tensor) -> torch.Tensor:
-        """Classification: each sample's class probabilities on x [n, N, C]."""
-        return self.target.member_probabilities(self.weights().detach(), x)
-
-    def diagnostics(self) -> dict[str, float]:
-        return self.target.diagnostics(self.weights())
-
-    def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
-        """The samples, which the steps move, are the whole posterior: nothing to fit after them."""
-
-    def evaluation_arrays(self, name: str, splits: Splits, untrained: nn.Module) -> dict[str, np.ndarray]:
-        if name != FIGURE_ARRAYS:
-            raise KeyError(f"unknown evaluation {name!r} for {type(self).__name__}; known: {FIGURE_ARRAYS}")
-        return self.target.evaluation_arrays(self, splits, untrained)

@@ -1,5 +1,5 @@
 """Evaluations of a trained image classifier (SDE-BNN, ODEnet, ResNet32, ... of `ContinuousDepthMethod`) for the
-CIFAR-10 figures of Xu et al. 2022 (P1), declared in config/evaluations.yaml and run by `bnnrepro.evaluation`.
+CIFAR-10 figures of Xu et al. 2022 (SDE-BNN), declared in config/evaluations.yaml (`bnnrepro.evaluations`).
 
 * "calibration" (Fig. 6b): metrics and the reliability bins of the predictive on the test split (sde_bnn.md §4:
   10 equal-width confidence bins), the model as trained.
@@ -29,12 +29,12 @@ import torch
 from bnnrepro.data.formats import CIFAR10C_CORRUPTIONS, CIFAR10C_SEVERITIES
 from bnnrepro.data.spec import Splits
 from bnnrepro.device import resolve_device
-from bnnrepro.inference.sde_solve import SolverSettings
 from bnnrepro.metrics import accuracy, calibration_bins, expected_calibration_error, negative_log_likelihood
 from bnnrepro.models.weight_sde import SDEBNN
+from bnnrepro.models.weight_sde_solver import SolverSettings
 
 if TYPE_CHECKING:
-    from bnnrepro.evaluation import EvaluationInputs
+    from bnnrepro.evaluations.inputs import EvaluationInputs
     from bnnrepro.methods.continuous_depth import ContinuousDepthMethod
 
 WARM_UP_IMAGES = 8  # an untimed pass before the timed solves, so that the first carries no start-up cost

@@ -1,0 +1,67 @@
+"""The evaluations declared in config/evaluations.yaml: for each, the module that computes it, the registry
+datasets it reads besides its run's, the device it computes on and its settings per scale."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from bnnrepro.data.registry import dataset
+from bnnrepro.paths import project_root
+
+DEVICES = ("cpu", "run")
+"""Where an evaluation computes: on the CPU, or on the run's device (its config's `device`, as its training did)."""
+
+
+@dataclass(frozen=True)
+class DeclaredEvaluation:
+    """An entry of config/evaluations.yaml: the module that computes it, the registry datasets it reads besides
+    its run's, its device (DEVICES) and its settings per scale."""
+
+    code: str
+    data: tuple[str, ...] = ()
+    device: str = "cpu"
+    settings: Mapping[str, Mapping] = field(default_factory=dict)
+
+
+def evaluations_file() -> Path:
+    return project_root() / "config" / "evaluations.yaml"
+
+
+@cache
+def declared_evaluations() -> dict[str, DeclaredEvaluation]:
+    raw = yaml.safe_load(evaluations_file().read_text())
+    declared = {
+        name: DeclaredEvaluation(e["code"], tuple(e.get("data", ())), e.get("device", "cpu"), e.get("settings", {}))
+        for name, e in raw.items()
+    }
+    for name, evaluation in declared.items():
+        if evaluation.device not in DEVICES:
+            raise ValueError(
+                f"config/evaluations.yaml: evaluation {name!r} has device {evaluation.device!r}; use one of {DEVICES}"
+            )
+    return declared
+
+
+def declared_evaluation(name: str) -> DeclaredEvaluation:
+    """The declaration of evaluation `name`; an unknown name is an error that lists the known ones."""
+    declared = declared_evaluations()
+    if name not in declared:
+        raise KeyError(
+            f"unknown evaluation {name!r}: config/evaluations.yaml declares {', '.join(sorted(declared))} "
+            "(declare a new one there, with the module that computes it)"
+        )
+    return declared[name]
+
+
+def extra_data_files(name: str, scale: str) -> dict[str, str]:
+    """{dataset: prepared file} of the datasets evaluation `name` reads besides its run's: a download's offline
+    stand-in below the `paper` scale and the real data at `paper`, as for the training runs' own datasets (none for
+    a name that is no evaluation, e.g. a run's metrics.json)."""
+    declared = declared_evaluations().get(name)
+    names = declared.data if declared else ()
+    return {data: dataset(data).prepared_file(standin=scale != "paper") for data in names}
