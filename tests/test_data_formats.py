@@ -15,10 +15,8 @@ from bnnrepro.data.formats import (
     read_cifar_batches,
     read_idx,
     read_svhn_mat,
-    write_cifar_batch,
-    write_idx,
-    write_svhn_mat,
 )
+from tests.format_writers import write_cifar_batch, write_idx, write_svhn_mat
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,7 @@ from bnnrepro.data import formats, images
 from bnnrepro.data.fetch import fetch
 from bnnrepro.data.registry import dataset, resolve
 from tests.conftest import served_download
+from tests.format_writers import write_cifar_batch, write_idx, write_svhn_mat
 
 RNG = np.random.default_rng(0)
 
@@ -62,10 +63,10 @@ def test_mnist_format(registry_root, mirror, tmp_path: Path) -> None:
     x_train, y_train = RNG.integers(0, 256, (30, 28, 28), dtype=np.uint8), RNG.integers(0, 10, 30, dtype=np.uint8)
     x_test, y_test = RNG.integers(0, 256, (7, 28, 28), dtype=np.uint8), RNG.integers(0, 10, 7, dtype=np.uint8)
     files = {
-        "train-images-idx3-ubyte.gz": file_bytes(formats.write_idx, x_train),
-        "train-labels-idx1-ubyte.gz": file_bytes(formats.write_idx, y_train),
-        "t10k-images-idx3-ubyte.gz": file_bytes(formats.write_idx, x_test),
-        "t10k-labels-idx1-ubyte.gz": file_bytes(formats.write_idx, y_test),
+        "train-images-idx3-ubyte.gz": file_bytes(write_idx, x_train),
+        "train-labels-idx1-ubyte.gz": file_bytes(write_idx, y_train),
+        "t10k-images-idx3-ubyte.gz": file_bytes(write_idx, x_test),
+        "t10k-labels-idx1-ubyte.gz": file_bytes(write_idx, y_test),
     }
     serve(registry_root, mirror, "mnist", files, "prepare_idx")
     splits, _ = fetch_prepare_load("mnist", mirror, tmp_path, {"val_fraction": 0.2, "mean": None, "std": None})
@@ -80,7 +81,7 @@ def test_cifar10_binary_format(registry_root, mirror, tmp_path: Path) -> None:
     images_by_batch = [RNG.integers(0, 256, (4, 32, 32, 3), dtype=np.uint8) for _ in range(6)]
     labels_by_batch = [RNG.integers(0, 10, 4) for _ in range(6)]
     names = [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]
-    members = {f"cifar-10-batches-bin/{n}": file_bytes(formats.write_cifar_batch, x, y)
+    members = {f"cifar-10-batches-bin/{n}": file_bytes(write_cifar_batch, x, y)
                for n, x, y in zip(names, images_by_batch, labels_by_batch, strict=True)}  # fmt: skip
     archive = {"cifar-10-binary.tar.gz": tar_bytes(members, "w:gz")}
     serve(registry_root, mirror, "cifar10", archive, "prepare_cifar10")
@@ -106,7 +107,7 @@ def test_cifar100_binary_format(registry_root, mirror, tmp_path: Path) -> None:
         RNG.integers(0, 100, 5),
         RNG.integers(0, 20, 5),
     )
-    batch = file_bytes(formats.write_cifar_batch, x, fine, coarse)
+    batch = file_bytes(write_cifar_batch, x, fine, coarse)
     members = {"cifar-100-binary/train.bin": batch, "cifar-100-binary/test.bin": batch}
     archive = {"cifar-100-binary.tar.gz": tar_bytes(members, "w:gz")}
     serve(registry_root, mirror, "cifar100", archive, "prepare_cifar100")
@@ -130,7 +131,7 @@ def test_cifar10c_format_and_severity(registry_root, mirror, tmp_path: Path) -> 
 
 def test_svhn_mat_format(registry_root, mirror, tmp_path: Path) -> None:
     x, y = RNG.integers(0, 256, (6, 32, 32, 3), dtype=np.uint8), np.array([0, 1, 2, 9, 0, 5])
-    files = {"test_32x32.mat": file_bytes(formats.write_svhn_mat, x, y)}
+    files = {"test_32x32.mat": file_bytes(write_svhn_mat, x, y)}
     serve(registry_root, mirror, "svhn", files, "prepare_svhn")
     splits, _ = fetch_prepare_load("svhn", mirror, tmp_path, {"val_fraction": 0.0})
     np.testing.assert_array_equal(splits.y("test"), y)

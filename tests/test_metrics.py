@@ -19,7 +19,6 @@ from bnnrepro.metrics import (
     model_disagreement,
     negative_log_likelihood,
     ood_auroc,
-    ood_score_ratio,
     predictive_entropy,
 )
 
@@ -217,10 +216,6 @@ def test_ood_auroc_by_hand():
     assert ood_auroc(torch.tensor([0.1, 0.2, 0.3]), torch.tensor([0.2, 0.9])) == pytest.approx(0.75)
     with pytest.raises(ValueError, match="NaN"):
         ood_auroc(torch.tensor([0.1, float("nan")]), high)
-
-
-def test_ood_score_ratio_by_hand():
-    assert ood_score_ratio(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0, 6.0])) == pytest.approx(2.5)
 
 
 # --- gradient variance ---------------------------------------------------------------------------------------

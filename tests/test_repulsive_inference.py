@@ -30,7 +30,7 @@ from scipy.spatial.distance import pdist
 from torch import nn
 from torch.nn.utils import parameters_to_vector
 
-from bnnrepro.inference.kernels import median_heuristic_bandwidth, rbf_kernel, rbf_kernel_grad_sum
+from bnnrepro.inference.kernels import median_heuristic_bandwidth, rbf_kernel, rbf_kernel_grad_sum, squared_distances
 from bnnrepro.inference.repulsive import (
     deep_ensemble_direction,
     ensemble_vjp,
@@ -108,7 +108,7 @@ def relative_error(estimate: torch.Tensor, exact: torch.Tensor, mask: torch.Tens
 
 def squared_median_distance(x: torch.Tensor) -> float:
     """med^2: the Liu & Wang bandwidth times log n, i.e. a kernel of lengthscale ~ the median distance."""
-    return float(median_heuristic_bandwidth(x)) * math.log(len(x))
+    return float(median_heuristic_bandwidth(squared_distances(x))) * math.log(len(x))
 
 
 TARGETS = ["gaussian2", "gaussian5", "funnel"]
@@ -123,10 +123,12 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def test_median_heuristic_matches_numpy():
     x = torch.randn(37, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     expected = np.median(pdist(x.numpy())) ** 2 / np.log(37)  # 666 distances: the mean of the two middle ones
-    assert float(median_heuristic_bandwidth(x)) == pytest.approx(expected, rel=1e-12)
-    assert float(median_heuristic_bandwidth(x[:1])) == 1.0
+    assert float(median_heuristic_bandwidth(squared_distances(x))) == pytest.approx(expected, rel=1e-12)
+    assert float(median_heuristic_bandwidth(squared_distances(x[:1]))) == 1.0
     coincident = torch.zeros(3, 2)
-    assert torch.equal(rbf_kernel(coincident, coincident, median_heuristic_bandwidth(coincident)), torch.ones(3, 3))
+    assert torch.equal(
+        rbf_kernel(coincident, coincident, median_heuristic_bandwidth(squared_distances(coincident))), torch.ones(3, 3)
+    )
 
 
 def test_kernel_gradient_sum_matches_autograd():
@@ -147,7 +149,7 @@ def test_kde_score_matches_the_smoothed_target(target):
     """Eq. (14) is the score of the KDE, whose population limit is the target convolved with the kernel, a Gaussian
     N(0, h/2 I): its exact score is the reference (against the unsmoothed score the bias in h dominates)."""
     x, _, mask = draw(target, NUM_SAMPLES, seed=0)
-    h = float(median_heuristic_bandwidth(x))
+    h = float(median_heuristic_bandwidth(squared_distances(x)))
     if target == "funnel":
         exact = smoothed_funnel_score(x, h)
     else:

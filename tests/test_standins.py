@@ -14,11 +14,9 @@ from bnnrepro.data.formats import (
     read_cifar_batches,
     read_idx,
     read_svhn_mat,
-    write_cifar_batch,
-    write_idx,
-    write_svhn_mat,
 )
 from bnnrepro.data.standins import cifar_like, fashion_like, mnist_like, svhn_like
+from tests.format_writers import write_cifar_batch, write_idx, write_svhn_mat
 
 
 @pytest.fixture(scope="module")

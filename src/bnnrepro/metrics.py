@@ -182,16 +182,6 @@ def ood_auroc(in_scores: torch.Tensor, out_scores: torch.Tensor) -> float:
     return float((out_rank_sum - num_out * (num_out + 1) / 2) / (num_in * num_out))
 
 
-def ood_score_ratio(in_scores: torch.Tensor, out_scores: torch.Tensor) -> float:
-    """Mean score on OOD inputs over mean score on in-distribution test inputs.
-
-    repulsive.md §5: H_o/H_t with entropy scores, MD_o/MD_t with model-disagreement scores. Across seeds the
-    authors' table divides the seed-means of the two means, not the mean of per-seed ratios.
-    """
-    _check_scores(in_scores, out_scores)
-    return float(out_scores.mean() / in_scores.mean())
-
-
 def _check_gradient_samples(gradients: torch.Tensor) -> None:
     if gradients.ndim != 2 or gradients.shape[0] < 2:
         raise ValueError(f"need gradients [K, P] with K >= 2 samples, got {tuple(gradients.shape)}")

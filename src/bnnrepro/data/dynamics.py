@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from bnnrepro.data.spec import Splits
 
@@ -106,29 +105,6 @@ def simulate_lotka_volterra(
     diffusion=(0, 0) gives the deterministic Euler path. Returns (t [n_obs], states [n_obs, *x0.shape]).
     """
     return euler_maruyama(lambda x, y: lotka_volterra_drift(x, y, theta), x0, diffusion, dt, n_steps, subsample, rng)
-
-
-def solve_lotka_volterra_ode(
-    t: np.ndarray, x0: Sequence[float] = LV_X0, theta: Sequence[float] = LV_THETA, rtol: float = 1e-10
-) -> np.ndarray:
-    """Noise-free Lotka-Volterra solved to tolerance (scipy, DOP853) at times t; states [len(t), 2]."""
-    sol = solve_ivp(
-        lambda _, s: lotka_volterra_drift(s[0], s[1], theta),
-        (float(t[0]), float(t[-1])),
-        np.asarray(x0, dtype=np.float64),
-        method="DOP853",
-        t_eval=t,
-        rtol=rtol,
-        atol=rtol,
-    )
-    return sol.y.T
-
-
-def lotka_volterra_invariant(states: np.ndarray, theta: Sequence[float] = LV_THETA) -> np.ndarray:
-    """V = t4 x - t3 ln x + t2 y - t1 ln y, constant along every noise-free orbit."""
-    t1, t2, t3, t4 = theta
-    x, y = states[..., 0], states[..., 1]
-    return t4 * x - t3 * np.log(x) + t2 * y - t1 * np.log(y)
 
 
 def simulate_stochastic_lorenz(

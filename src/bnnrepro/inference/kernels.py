@@ -29,18 +29,9 @@ def squared_distances(x: torch.Tensor, y: torch.Tensor | None = None) -> torch.T
     return squared.fill_diagonal_(0) if y is None else squared
 
 
-def _median_bandwidth(squared: torch.Tensor) -> torch.Tensor:
-    """The median heuristic from the squared distances [n, n] of n points to each other."""
-    n = squared.shape[0]
-    if n < 2:
-        return torch.ones((), dtype=squared.dtype, device=squared.device)
-    rows, cols = torch.triu_indices(n, n, offset=1, device=squared.device)
-    distances = squared.detach()[rows, cols].sqrt()
-    return (distances.quantile(0.5).square() / math.log(n)).clamp_min(torch.finfo(squared.dtype).tiny)
-
-
-def median_heuristic_bandwidth(x: torch.Tensor) -> torch.Tensor:
-    """h = med^2 / log n, with med the median of the n(n-1)/2 distances ||x_i - x_j|| (i < j) between the rows of x.
+def median_heuristic_bandwidth(squared: torch.Tensor) -> torch.Tensor:
+    """h = med^2 / log n from the squared distances [n, n] of n points x_i to each other (`squared_distances`), med
+    the median of the n(n-1)/2 distances ||x_i - x_j|| (i < j).
 
     The paper uses "the popular median heuristic [51]" without a formula (repulsive.md §1.13, §7.5); this is the
     formula of its reference, Liu & Wang (2016), for the kernel exp(-||x - y||^2 / h). The authors' code instead
@@ -49,7 +40,12 @@ def median_heuristic_bandwidth(x: torch.Tensor) -> torch.Tensor:
     k = 1 and zero gradient: h = 1 then. h is clamped below at the dtype's smallest normal number, so that
     coincident points give k = 1 rather than 0/0. No gradient flows through h.
     """
-    return _median_bandwidth(squared_distances(x))
+    n = squared.shape[0]
+    if n < 2:
+        return torch.ones((), dtype=squared.dtype, device=squared.device)
+    rows, cols = torch.triu_indices(n, n, offset=1, device=squared.device)
+    distances = squared.detach()[rows, cols].sqrt()
+    return (distances.quantile(0.5).square() / math.log(n)).clamp_min(torch.finfo(squared.dtype).tiny)
 
 
 def rbf_kernel(x: torch.Tensor, y: torch.Tensor, bandwidth: Bandwidth) -> torch.Tensor:
@@ -60,7 +56,7 @@ def rbf_kernel(x: torch.Tensor, y: torch.Tensor, bandwidth: Bandwidth) -> torch.
 def rbf_gram(x: torch.Tensor, bandwidth: Bandwidth | None = None) -> tuple[torch.Tensor, Bandwidth]:
     """k(x_i, x_j) [n, n] and its bandwidth, the median heuristic of x unless given, from one distance computation."""
     squared = squared_distances(x)
-    h = _median_bandwidth(squared) if bandwidth is None else bandwidth
+    h = median_heuristic_bandwidth(squared) if bandwidth is None else bandwidth
     return torch.exp(-squared / h), h
 
 

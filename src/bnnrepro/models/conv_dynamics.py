@@ -124,10 +124,6 @@ class InvertibleDownsampling(nn.Module):
         x = x.unflatten(-1, (breadth // 2, 2)).unflatten(-3, (height // 2, 2))  # [..., C, H/2, 2, W/2, 2]
         return x.movedim((-3, -1), (-4, -3)).flatten(-5, -3)  # [..., C, 2, 2, H/2, W/2] -> [..., 4C, H/2, W/2]
 
-    def inverse(self, y: torch.Tensor) -> torch.Tensor:
-        y = y.unflatten(-3, (y.shape[-3] // 4, 2, 2)).movedim((-4, -3), (-3, -1))  # [..., C, H/2, 2, W/2, 2]
-        return y.flatten(-2, -1).flatten(-3, -2)
-
 
 class SDEBlock(SDEBNN):
     """One SDE-BNN block of a multi-scale network: `SDEBNN`'s weight SDE, drift net and w_0 without its input and
