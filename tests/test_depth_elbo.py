@@ -8,15 +8,8 @@ import pytest
 import torch
 from scipy import stats
 
+from bnnrepro.inference import depth_posteriors
 from bnnrepro.inference.depth_elbo import depth_elbo
-from bnnrepro.inference.depth_posteriors import (
-    CategoricalDepth,
-    FixedDepth,
-    PointMassPrior,
-    ShiftedPoissonPrior,
-    TruncatedPoisson,
-    UniformDepthPrior,
-)
 from bnnrepro.methods.depth_networks import DepthNetworkMethod
 from bnnrepro.models.unbounded_depth import UnboundedDepthNetwork, fully_connected_layer, linear_head
 
@@ -42,6 +35,13 @@ def make_method(posterior, prior, heads, prior_std, seed=0):
         for p in network.parameters():
             p.mul_(1.5).add_(0.1)
     return method
+
+
+def udn_method(rate, prior_std):
+    """The UDN: q(l) = TP(rate), l - 1 ~ Poisson(0.5), one head per depth."""
+    return make_method(
+        depth_posteriors.TruncatedPoisson(rate), depth_posteriors.ShiftedPoissonPrior(0.5), "per_depth", prior_std
+    )
 
 
 def make_data(n=N, seed=1, dtype=torch.float32):
@@ -115,7 +115,7 @@ def udn_reference_q(rate):
 
 @pytest.mark.parametrize("prior_std", [1.0, 2.0])
 def test_udn_elbo_matches_brute_force(prior_std):
-    method = make_method(TruncatedPoisson(1.3), ShiftedPoissonPrior(0.5), "per_depth", prior_std)
+    method = udn_method(1.3, prior_std)
     x, y = make_data()
     rate = float(method.depth_posterior.rate.detach())
     q = udn_reference_q(rate)
@@ -130,10 +130,10 @@ def test_udn_elbo_matches_brute_force(prior_std):
 @pytest.mark.parametrize("prior_std", [1.0, 2.0])
 def test_dun_elbo_matches_brute_force(prior_std):
     torch.manual_seed(3)
-    posterior = CategoricalDepth(4)
+    posterior = depth_posteriors.CategoricalDepth(4)
     with torch.no_grad():
         posterior.logits.copy_(torch.randn(4))
-    method = make_method(posterior, UniformDepthPrior(4), "shared", prior_std)
+    method = make_method(posterior, depth_posteriors.UniformDepthPrior(4), "shared", prior_std)
     x, y = make_data()
     logits = as_np(posterior.logits)
     q = np.exp(logits - logits.max())
@@ -145,7 +145,7 @@ def test_dun_elbo_matches_brute_force(prior_std):
 
 @pytest.mark.parametrize("prior_std", [1.0, 2.0])
 def test_finite_network_elbo_is_map_objective(prior_std):
-    method = make_method(FixedDepth(3), PointMassPrior(), "shared", prior_std)
+    method = make_method(depth_posteriors.FixedDepth(3), depth_posteriors.PointMassPrior(), "shared", prior_std)
     x, y = make_data()
     network = method.network
     assert network.depth == 3
@@ -156,7 +156,7 @@ def test_finite_network_elbo_is_map_objective(prior_std):
 
 def test_minibatch_rescales_data_term():
     prior_std = 1.0
-    method = make_method(TruncatedPoisson(1.3), ShiftedPoissonPrior(0.5), "per_depth", prior_std)
+    method = udn_method(1.3, prior_std)
     x, y = make_data()
     xb, yb = x[2:5], y[2:5]  # B = 3 < n = 7
     q = udn_reference_q(float(method.depth_posterior.rate.detach()))
@@ -184,7 +184,7 @@ def test_depth_elbo_ignores_depths_outside_support():
 def test_lambda_gradient_finite_differences_and_covariance(lam):
     prior_std = 1.0
     with default_dtype(torch.float64):
-        method = make_method(TruncatedPoisson(lam), ShiftedPoissonPrior(0.5), "per_depth", prior_std).double()
+        method = udn_method(lam, prior_std).double()
         x, y = make_data(dtype=torch.float64)
         rho = method.depth_posterior.rho
         assert rho.dtype == torch.float64
@@ -239,7 +239,7 @@ def test_lambda_gradient_finite_for_large_rates():
     grads = {}
     for dtype in (torch.float32, torch.float64):
         with default_dtype(dtype):
-            method = make_method(TruncatedPoisson(110.0), ShiftedPoissonPrior(0.5), "per_depth", 1.0).to(dtype)
+            method = udn_method(110.0, 1.0).to(dtype)
             method.elbo(x.to(dtype), y, N).backward()
             grads[dtype] = float(method.depth_posterior.rho.grad)
     assert math.isfinite(grads[torch.float32]), grads
@@ -248,7 +248,7 @@ def test_lambda_gradient_finite_for_large_rates():
 
 def test_elbo_after_double():
     # nn.Module.double() should give a float64 ELBO (no need to change the global default dtype)
-    method = make_method(TruncatedPoisson(1.3), ShiftedPoissonPrior(0.5), "per_depth", 1.0).double()
+    method = udn_method(1.3, 1.0).double()
     x, y = make_data(dtype=torch.float64)
     q = udn_reference_q(float(method.depth_posterior.rate.detach()))
     G = brute_force_terms(method, q, stats.poisson.logpmf(np.arange(len(q)), 0.5), x, y, N, 1.0)

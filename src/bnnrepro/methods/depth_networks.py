@@ -19,16 +19,8 @@ from torch.nn import functional as F
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.distributions import unit_variance_gaussian_kl
+from bnnrepro.inference import depth_posteriors
 from bnnrepro.inference.depth_elbo import depth_elbo
-from bnnrepro.inference.depth_posteriors import (
-    CategoricalDepth,
-    FixedDepth,
-    PointMassPrior,
-    ShiftedPoissonPrior,
-    TruncatedPoisson,
-    UniformDepthPrior,
-    expected_depth,
-)
 from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.unbounded_depth import (
     UnboundedDepthNetwork,
@@ -106,11 +98,11 @@ class DepthNetworkMethod(LossMinimiser):
         """E_q[l], m(q) and the number of instantiated layers (and lambda for the UDN)."""
         log_q, _ = self._support()
         values = {
-            "expected_depth": expected_depth(log_q),
+            "expected_depth": depth_posteriors.expected_depth(log_q),
             "max_depth": float(log_q.numel()),
             "instantiated_layers": float(self.network.depth),
         }
-        if isinstance(self.depth_posterior, TruncatedPoisson):
+        if isinstance(self.depth_posterior, depth_posteriors.TruncatedPoisson):
             values["rate"] = float(self.depth_posterior.rate)
         return values
 
@@ -127,14 +119,17 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
     if spec.task != "classification":
         raise ValueError(f"method {cfg.name!r} supports classification data only, got {spec.task!r}")
     if cfg.name == "udn":
-        posterior = TruncatedPoisson(
+        posterior = depth_posteriors.TruncatedPoisson(
             cfg.depth_posterior.initial_rate, cfg.depth_posterior.quantile, cfg.depth_posterior.depth_limit
         )
-        prior = ShiftedPoissonPrior(cfg.depth_prior.rate)
+        prior = depth_posteriors.ShiftedPoissonPrior(cfg.depth_prior.rate)
     elif cfg.name == "finite":
-        posterior, prior = FixedDepth(cfg.depth), PointMassPrior()
+        posterior, prior = depth_posteriors.FixedDepth(cfg.depth), depth_posteriors.PointMassPrior()
     elif cfg.name == "dun":
-        posterior, prior = CategoricalDepth(cfg.max_depth), UniformDepthPrior(cfg.max_depth)
+        posterior, prior = (
+            depth_posteriors.CategoricalDepth(cfg.max_depth),
+            depth_posteriors.UniformDepthPrior(cfg.max_depth),
+        )
     else:
         raise ValueError(f"unknown depth-network method {cfg.name!r}")
     network = UnboundedDepthNetwork(
