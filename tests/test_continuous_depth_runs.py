@@ -63,3 +63,15 @@ def test_table2_is_rendered_from_the_configs_the_runs_used(runs: Path) -> None:
     assert table["SDE BNN: Diffusion σ"] == "0.2" and table["ODEnet: Diffusion σ"] == "0.0"
     assert table["SDE BNN: Epochs"] == "10"  # the smoke protocol's, not the paper's 800
     assert table["SDE BNN: # Posterior Samples"] == "20" and "ODEnet: # Posterior Samples" not in table
+
+
+def test_an_evaluation_of_the_same_run_draws_the_same_paths(runs: Path, tmp_path: Path) -> None:
+    """The run's seed fixes the Brownian motion of the hidden-state and weight paths (torchsde draws it from NumPy's
+    unseeded generator unless it is given one), so evaluating the same checkpoint again gives the same arrays."""
+    run_dir = runs / "sdebnn/sdebnn_toy/default/seed=0"
+    again = tmp_path / "again.npz"
+    command = [sys.executable, "-m", "bnnrepro.evaluations", str(run_dir), "toy_paths", str(again)]
+    subprocess.run(command, env=environment(ROOT), check=True, capture_output=True)
+    first, second = np.load(run_dir / "eval.npz"), np.load(again)
+    for key in ("hidden_paths", "weights_at_t1", "posterior_predictive"):
+        assert np.array_equal(first[key], second[key]), key

@@ -27,7 +27,7 @@ from bnnrepro.models.weight_sde import (
     ZeroAugment,
     negative_elbo,
 )
-from bnnrepro.models.weight_sde_solver import SolverSettings
+from bnnrepro.models.weight_sde_solver import SolverSettings, ZeroPaddedBrownian, brownian_motion
 
 TRAJECTORY_TIMES = 51  # depths t in [0, 1] at which the hidden state is recorded
 
@@ -104,11 +104,14 @@ class ContinuousDepthMethod(LossMinimiser, FixedArchitectureMethod):
         return times, hidden.unflatten(-1, (x.shape[0], -1))
 
     def weight_and_hidden_paths(self, x: torch.Tensor, num_samples: int, times: torch.Tensor) -> torch.Tensor:
-        """The augmented state [T, S, ...] at `times` under the posterior (Ito Euler-Maruyama, the model's step)."""
+        """The augmented state [T, S, ...] at `times` under the posterior (Ito Euler-Maruyama, the model's step),
+        driven by the model's Brownian motion, whose entropy comes from torch's generator: a seed fixes the paths."""
         network = self.network
         w0, _ = network.initial_weights(num_samples)
         y0 = network.sde.initial_state(w0, network.input_layer(x))
-        return torchsde.sdeint(network.sde, y0, times, method="euler", dt=network.solver.dt)
+        weights_bm = brownian_motion(network.sde, y0, network.solver)
+        bm = ZeroPaddedBrownian(weights_bm, y0.shape[1])
+        return torchsde.sdeint(network.sde, y0, times, method="euler", dt=network.solver.dt, bm=bm)
 
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> ContinuousDepthMethod:
