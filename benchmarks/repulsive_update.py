@@ -1,11 +1,11 @@
 """One repulsive-ensemble update step for an ensemble of MLPs on a minibatch, batched (torch.func) vs a loop.
 
-Default configuration: the paper does not state the FashionMNIST MLP of Table 1 (repulsive.md §3, §4); this is the
-spec's tiny-CPU FashionMNIST model, 784-100-10 with ReLU (79,510 weights per particle), with 10 particles, batch 128
+Default configuration: the paper does not state the FashionMNIST MLP of Table 1; this is our tiny-CPU
+FashionMNIST model, 784-100-10 with ReLU (79,510 weights per particle), with 10 particles, batch 128
 of N = 60,000 training points, the Gaussian prior N(0, I), a categorical likelihood on the logits and the RBF kernel
 with the median heuristic. `--widths 2,10,10,5 --particles 100` gives the authors' 2-D classification toy (Fig. 3).
 The step is kde-WGD (eq. 15) or kde-fWGD (eqs. 5, 20; the functional prior's score is SSGE fitted on as many
-push-forward prior draws as particles, on the same batch, §1.7), then an Adam step on -phi.
+push-forward prior draws as particles, on the same batch, §3.3), then an Adam step on -phi.
 
 Variants, each timed as the median over --repeats steps after one warm-up step, on random inputs:
   batched   bnnrepro.inference.repulsive: one vmapped functional_call for all particles (and its vjp)

@@ -1,9 +1,9 @@
 """Check that two built trees hold the same numbers: `python scripts/same_results.py BEFORE AFTER [--scale smoke]`.
 
 BEFORE and AFTER are project folders (clones) in which the DAG was built at the same scale. Compared exactly: every
-study's tidy metrics (results/<scale>/<study>/metrics.csv, rows matched on study, run and metric; wall-clock
-seconds are skipped) and every table (reports/tables/*.csv). Rows present only in AFTER (a method added since BEFORE) are counted, not failed; rows or
-files missing from AFTER fail. Exits 1 when any number differs or is missing, else 0.
+study's tidy metrics (results/<scale>/<study>/metrics.csv, rows matched on study, run and metric; wall-clock seconds
+are skipped) and every table (reports/tables/*.csv). Rows present only in AFTER (a method added since BEFORE) are
+counted, not failed; rows or files missing from AFTER fail. Exits 1 when any number differs or is missing, else 0.
 """
 
 from __future__ import annotations

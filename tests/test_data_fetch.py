@@ -144,7 +144,7 @@ def test_real_uci_and_mocap_through_dvc_from_a_loopback_mirror(tmp_path: Path) -
             train = np.loadtxt(SHARED / f"uci/{folder}/index_train_{n_splits - 1}.txt", dtype=int)
             np.testing.assert_array_equal(prepared[f"train_index_{n_splits - 1}"], train)
     udn_sizes = {"uci_boston": [404, 51, 51], "uci_kin8nm": [6553, 819, 820], "uci_naval": [9547, 1193, 1194]}
-    for name, sizes in udn_sizes.items():  # the UDN paper's 80/10/10 splits (udn.md §2.4)
+    for name, sizes in udn_sizes.items():  # the UDN paper's 80/10/10 splits (App. B.4)
         config = {"split": 0, "protocol": "udn", "val_fraction": 0.0, "standardize": True}
         splits = uci.load(project / f"results/data/{name}.npz", config)
         assert [len(splits.y(s)) for s in ("train", "val", "test")] == sizes

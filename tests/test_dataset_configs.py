@@ -38,7 +38,7 @@ def test_uci_loader_standardises_with_the_training_split(tmp_path: Path) -> None
     resolve(entry.standin)(entry, path)
     cfg = compose_config(["dataset=uci_boston", f"dataset.path={path}", "run_dir=unused", "dataset.protocol=udn"])
     splits = load_splits(cfg.dataset)
-    assert [len(splits.y(s)) for s in ("train", "val", "test")] == [404, 51, 51]  # udn.md §2.4
+    assert [len(splits.y(s)) for s in ("train", "val", "test")] == [404, 51, 51]  # UDN paper App. B.4
     np.testing.assert_allclose(splits.x("train").mean(0), 0, atol=1e-5)
     np.testing.assert_allclose(splits.y("train").std(), 1, rtol=1e-4)
     assert abs(float(splits.y("test").mean())) > 1e-6  # test data use the training statistics, not their own

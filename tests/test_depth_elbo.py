@@ -1,4 +1,4 @@
-"""The ELBO of eq. (10) against a brute-force sum over truncations, and its lambda-gradient (UDN §1.4)."""
+"""The ELBO of eq. (10) against a brute-force sum over truncations, and its lambda-gradient (UDN paper eqs. 8-10)."""
 
 import contextlib
 import math

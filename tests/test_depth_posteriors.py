@@ -1,4 +1,4 @@
-"""Distributions over the truncation depth (UDN §3.2, Theorem 3.2, Fig. 5) against scipy and the spec's tables."""
+"""Distributions over the truncation depth (UDN §3.2, Theorem 3.2, Fig. 5) against scipy and reference tables."""
 
 import math
 
@@ -19,7 +19,7 @@ from bnnrepro.inference.depth_posteriors import (
     poisson_quantile,
 )
 
-# Spec §3, Figure 5: m(q(k)) = 0.95-quantile of the unshifted Poisson(k), k = 1..70, and delta_k.
+# UDN paper Fig. 5 (App. A): m(q(k)) = 0.95-quantile of the unshifted Poisson(k), k = 1..70, and delta_k.
 SPEC_FIG5_M = [
     3, 5, 6, 8, 9, 10, 12, 13, 14, 15, 17, 18, 19, 20, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33, 35, 36, 37, 38,
     39, 40, 42, 43, 44, 45, 46, 47, 48, 50, 51, 52, 53, 54, 55, 56, 57, 59, 60, 61, 62, 63, 64, 65, 66, 67, 69, 70,
@@ -32,7 +32,7 @@ SPEC_FIG5_DELTA = [
     9.8, 10.1, 10.4, 10.7,
 ]  # fmt: skip
 
-# Spec §1.3 "Resulting values (code convention)": lambda -> (m, E_q[l]).
+# lambda -> (m, E_q[l]) of TP(0.95) (UDN paper §3.2), in the authors' code's convention.
 SPEC_TABLE = {
     0.5: (3, 1.462),
     1.0: (4, 1.938),

@@ -60,7 +60,8 @@ def test_conv_dynamics_samples_match_single_sample_calls(state_shape):
 
 def test_conv_dynamics_equal_a_torch_conv_stack():
     """Copying the flat weights into nn.Conv2d / nn.ConvTranspose2d layers (time as an extra input channel)
-    gives the same dh/dt: the layout, strides, paddings and activations of spec §7.3."""
+    gives the same dh/dt: the layout, strides, paddings and activations of SDE-BNN paper §5.2 and the authors'
+    `arch.build_fx` (bayeSDE)."""
     torch.manual_seed(0)
     channels, width = 3, 4
     dynamics = ConvHiddenDynamics((channels, 8, 8), width=width)

@@ -1,6 +1,6 @@
 """The latent SDE of SDE-BNN Figs. 3 and 4 (Xu et al. 2022): the toy data, the solver grid, q = p at
 initialisation, the Cauchy likelihood, the three KL-gradient estimators (equal means, STL's vanishing variance at
-the exact posterior, spec §1.3-1.4) and the study's runs, evaluations and figures at smoke scale."""
+the exact posterior, SDE-BNN paper §4, App. A.2) and the study's runs, evaluations and figures at smoke scale."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Evaluation metrics (sde_bnn.md §4, repulsive.md §5) against hand-computed values, closed forms, numpy and sklearn."""
+"""Evaluation metrics (SDE-BNN paper §4, §5.2; repulsive-ensembles paper Table 1) against hand-computed values,
+closed forms, numpy and sklearn."""
 
 import math
 

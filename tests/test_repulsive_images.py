@@ -187,7 +187,7 @@ def write_run(root: Path, method: str, seed: int, arrays: dict[str, np.ndarray])
 
 def test_table1_has_the_papers_cells_with_standard_errors_and_the_mean_nll(tmp_path: Path) -> None:
     """Rows and columns are the catalog's; NLL is the mean of -log p(y | x), not the authors' -log of the mean
-    (repulsive.md §7.11); ± is std / sqrt(seeds)."""
+    (the paper does not define its NLL); ± is std / sqrt(seeds)."""
     files = []
     true_class_probability = {0: [0.9, 0.5, 0.2, 0.8], 1: [0.6, 0.6, 0.6, 0.6]}
     for seed, picked in true_class_probability.items():

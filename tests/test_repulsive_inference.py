@@ -1,4 +1,4 @@
-"""Kernels, score estimators and update rules of repulsive deep ensembles (D'Angelo & Fortuin 2021; repulsive.md §1).
+"""Kernels, score estimators and update rules of repulsive deep ensembles (D'Angelo & Fortuin 2021, §2-3).
 
 Score estimators are compared with exact scores on N = 1000 samples, in float64, on the central part of each target
 (outside it the samples are too sparse for any kernel estimator). The error measure is the relative error
@@ -56,7 +56,7 @@ STEIN_RIDGE = 0.3  # eta for SGE and SSGE in these tests (the default 0.01 overf
 
 
 def correlated_gaussian(dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and covariance: in 2-D the authors' Fig. 2 target (repulsive.md §2), in 5-D a random correlated one."""
+    """Mean and covariance: in 2-D the authors' Fig. 2 target (notebooks/WGD_synthetic.ipynb), in 5-D a random one."""
     if dim == 2:
         return torch.tensor([-0.68, 0.80], dtype=torch.float64), torch.tensor([[1.10, 0.80], [0.80, 3.35]]).double()
     generator = torch.Generator().manual_seed(dim)
@@ -69,7 +69,7 @@ def gaussian_score(x: torch.Tensor, mean: torch.Tensor, covariance: torch.Tensor
 
 
 def funnel_score(x: torch.Tensor) -> torch.Tensor:
-    """Neal's funnel (repulsive.md §2): v ~ N(0, 3^2), u | v ~ N(0, e^v), points (u, v):
+    """Neal's funnel (the paper's Fig. F.1 target): v ~ N(0, 3^2), u | v ~ N(0, e^v), points (u, v):
     grad_u = -u e^-v, grad_v = -v/9 - 1/2 + u^2 e^-v / 2."""
     u, v = x.unbind(-1)
     return torch.stack([-u * torch.exp(-v), -v / 9 - 0.5 + u.square() * torch.exp(-v) / 2], -1)
@@ -176,7 +176,7 @@ def test_ssge_score_matches_the_exact_score_at_samples_and_fresh_points(target):
 
 
 def test_ssge_with_fewer_eigenfunctions_is_a_truncation():
-    """J = n reproduces the estimate at the samples, K (K + eta I)^-2 G (repulsive.md §1.6), and J < n differs."""
+    """J = n reproduces the estimate at the samples, K (K + eta I)^-2 G (eq. 17), and J < n differs."""
     x, _, _ = draw("gaussian2", 50, seed=2)
     h = squared_median_distance(x)
     kernel = rbf_kernel(x, x, h)
@@ -192,7 +192,7 @@ def test_ssge_with_fewer_eigenfunctions_is_a_truncation():
 
 def run_particles(direction, num_particles: int, steps: int = 500) -> torch.Tensor:
     """The particles after `steps` Adam steps (lr 0.1) on -phi, from N((-1, 5), 0.5 I): the authors' Fig. 2 set-up
-    (repulsive.md §3), with the target of `correlated_gaussian(2)`."""
+    (notebooks/WGD_synthetic.ipynb), with the target of `correlated_gaussian(2)`."""
     mean, covariance = correlated_gaussian(2)
     start = torch.tensor([-1.0, 5.0], dtype=torch.float64)
     particles = start + 0.5**0.5 * torch.randn(num_particles, 2, generator=torch.Generator().manual_seed(0)).double()
@@ -229,7 +229,7 @@ def test_particles_match_the_gaussian_target(direction):
 def test_kde_wgd_approaches_the_gaussian_target_as_particles_grow():
     """KDE-WGD with the median heuristic fits the target less well than the others (Fig. 2): 100 particles are
     under-dispersed (covariance about 20 % off, both variances too small); the fit improves with the number of
-    particles, towards the n -> infinity limit in which KDE-WGD samples the target (repulsive.md §1.4, §1.14)."""
+    particles, towards the n -> infinity limit in which KDE-WGD samples the target (paper §3.2)."""
     direction = functools.partial(wgd_direction, estimator=kde_score)
     particles = run_particles(direction, 100)
     mean_error, covariance_error = moment_errors(particles)

@@ -109,7 +109,7 @@ def test_ou_prior_variance_with_a_random_initial_weight(float64):
     prior, w0_var = OrnsteinUhlenbeckPrior(sigma=0.5), 0.3
     # Var[w_t] = Var[E[w_t | w_0]] + E[Var[w_t | w_0]] = exp(-2t) w0_var + Var[w_t | w_0 fixed].
     assert prior.variance(0.8, w0_var) == pytest.approx(math.exp(-1.6) * w0_var + float(prior.variance(0.8)))
-    assert float(prior.variance(50.0)) == pytest.approx(0.5**2 / 2)  # stationary sigma^2 / (2 rate), spec §8.5
+    assert float(prior.variance(50.0)) == pytest.approx(0.5**2 / 2)  # stationary sigma^2 / (2 rate), not sigma^2
 
 
 # --- q = p at initialisation ------------------------------------------------------------------------------
@@ -201,7 +201,7 @@ def reference_final_state(sde, w0, h0):
 )
 def test_the_solver_integrates_the_hidden_state_up_to_t_equal_1(float64, settings, tolerance):
     """With (nearly) no noise the augmented SDE is an ODE: its solution at t = 1 must match scipy's. A solver
-    that stops early, like the authors' JAX grid at t ~ 0.53 (spec §3.3), is far off."""
+    that stops early, like the authors' JAX grid at t ~ 0.53 (bayeSDE, `jaxsde/jaxsde/sdeint.py`), is far off."""
     torch.manual_seed(0)
     model = mlp_sdebnn(1, 1, width=8, sigma=1e-9, solver=settings)
     random_last_layer(model)

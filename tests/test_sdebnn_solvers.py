@@ -1,7 +1,7 @@
-"""The SDE-BNN solver study (P1 Figs. 5, 13-15, config/studies/sdebnn_solvers.yaml): each solver variant composes,
-trains a step and reaches t = 1 at the drift-evaluation cost its notes claim; one seed gives every variant the same
-Brownian path (the runs are paired); a training job records monotone timing and drift counts; the four figures draw
-from a small set of metrics.json files."""
+"""The SDE-BNN solver study (SDE-BNN paper Figs. 5, 13-15, config/studies/sdebnn_solvers.yaml): each solver variant
+composes, trains a step and reaches t = 1 at the drift-evaluation cost its notes claim; one seed gives every variant
+the same Brownian path (the runs are paired); a training job records monotone timing and drift counts; the four
+figures draw from a small set of metrics.json files."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_each_solver_variant_trains_a_step_and_reaches_t_1_at_its_drift_cost(nam
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in method.parameters())
 
     # drift evaluations: one per step (ten for SRK's diagonal-noise scheme) plus torchsde's shape check per solve;
-    # step doubling costs at least three per accepted step, in the adjoint's reverse solve too (P1 Fig. 14:
+    # step doubling costs at least three per accepted step, in the adjoint's reverse solve too (SDE-BNN paper Fig. 14:
     # adaptive "in both forward and reverse modes"); backprop evaluates no drift backwards
     steps = solver.num_steps
     if solver.adaptive:

@@ -23,7 +23,7 @@ SMOKE = ["--config", "scale=smoke", "datasets=[]", "studies=[udn_spirals]"]  # o
 # Settings of this test cluster; everything else comes from profiles/slurm/profile.yaml.
 TEST_CLUSTER = [
     "--workflow-profile", "none", "--jobs", "2",
-    "--slurm-status-command", "squeue",  # no accounting daemon, so no sacct (slurm_local.md)
+    "--slurm-status-command", "squeue",  # no accounting daemon, so no sacct
     "--slurm-init-seconds-before-status-checks", "2",
     "--default-resources", "slurm_partition=debug", "mem_mb=500", "runtime=10",
     "--set-resources", "train:mem_mb=1000",

@@ -1,4 +1,4 @@
-"""The toy-regression comparison models of SDE-BNN P1 Fig. 10 (spec §1.13): the exact GP against scikit-learn,
+"""The toy-regression comparison models of SDE-BNN paper Fig. 10 (App. C.6): the exact GP against scikit-learn,
 the MFVI KL against torch.distributions, the vectorised deep ensemble against its members one by one, and each
 method fitting the SDE-BNN toy."""
 

@@ -2,8 +2,9 @@
 
 Shapes: `probs` [N, C] is one predictive distribution per input (for an ensemble or several posterior samples,
 the mean of the members' probabilities); `member_probs` [M, N, C] holds the M members' probabilities; `labels` [N].
-Definitions follow the specs: `sde_bnn.md` §4 (ECE, CIFAR-10-C errors, gradient variance) and `repulsive.md` §5
-(entropy, model disagreement, OOD AUROC and the OOD/test ratios).
+Definitions follow the SDE-BNN paper (Xu et al. 2022; ECE §5.2.1, CIFAR-10-C errors §5.2.2, gradient variance §4)
+and the repulsive-ensembles paper (D'Angelo & Fortuin 2021, §4 and Table 1: entropy, model disagreement, OOD AUROC
+and the OOD/test ratios).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import torch
 from bnnrepro.inference.kernels import rbf_kernel
 
 SDE_BNN_ECE_BINS = 10
-"""sde_bnn.md §4: the paper does not state the bin count; the authors' code uses 10 equal-width bins."""
+"""SDE-BNN paper §5.2.1: the bin count is not stated in the paper; the authors' code (bayeSDE) uses 10 equal-width
+bins."""
 
 REPULSIVE_ECE_BINS = 30
-"""repulsive.md §5: the paper does not state the bin count; the authors' code uses 30 equal-width bins."""
+"""Repulsive-ensembles paper Table 1: the bin count is not stated in the paper; the authors' code
+(repulsive_ensembles) uses 30 equal-width bins."""
 
 
 def accuracy(probs: torch.Tensor, labels: torch.Tensor) -> float:
@@ -56,10 +59,10 @@ class CalibrationBins(NamedTuple):
 
 
 def calibration_bins(probs: torch.Tensor, labels: torch.Tensor, num_bins: int = SDE_BNN_ECE_BINS) -> CalibrationBins:
-    """Equal-width confidence bins of the reliability diagram (sde_bnn.md §4, Fig. 6b).
+    """Equal-width confidence bins of the reliability diagram (SDE-BNN paper Fig. 6b).
 
     Confidence is max_c p_c and the prediction argmax_c p_c. Bin k in 0..B-1 holds confidences in (k/B, (k+1)/B];
-    the first bin also holds 0. The specs do not state the edge convention. This right-closed one is that of
+    the first bin also holds 0. The papers do not state the edge convention. This right-closed one is that of
     `uncertainty_metrics`' ECE, which the repulsive-ensembles code calls; the SDE-BNN code's `get_calibration` uses
     [k/B, (k+1)/B) bins, which lose confidence 1, so it is not followed. Edges are k / B in the dtype of `probs`:
     a confidence written as the same literal (0.3 for B = 10) lies on the edge and goes to the lower bin.
@@ -80,8 +83,9 @@ def calibration_bins(probs: torch.Tensor, labels: torch.Tensor, num_bins: int = 
 def expected_calibration_error(probs: torch.Tensor, labels: torch.Tensor, num_bins: int = SDE_BNN_ECE_BINS) -> float:
     """ECE = sum_b (|B_b| / N) |acc(B_b) - conf(B_b)| over equal-width confidence bins (Guo et al. 2017).
 
-    sde_bnn.md §4 and repulsive.md §5; bins as in `calibration_bins`. The default of 10 bins is SDE-BNN's
-    (sde_bnn.md §4, §7.9); pass `REPULSIVE_ECE_BINS` (30) for the repulsive-ensembles Table 1. A fraction:
+    SDE-BNN paper §5.2.1 and repulsive-ensembles paper Table 1; bins as in `calibration_bins`. The default of 10
+    bins is the SDE-BNN authors' code's (not stated in the paper); pass `REPULSIVE_ECE_BINS` (30) for the
+    repulsive-ensembles Table 1. A fraction:
     multiply by 100 for SDE-BNN's "ECE (x10^-2)" columns.
     """
     bins = calibration_bins(probs, labels, num_bins)
@@ -92,7 +96,7 @@ def expected_calibration_error(probs: torch.Tensor, labels: torch.Tensor, num_bi
 
 @dataclass(frozen=True)
 class CorruptionErrors:
-    """CIFAR-10-C summaries of a table of top-1 errors E[c, s] (sde_bnn.md §4, §8.17), in the table's units."""
+    """CIFAR-10-C summaries of a table of top-1 errors E[c, s] (SDE-BNN paper §5.2.2), in the table's units."""
 
     mean_per_severity: torch.Tensor
     """mCE_s = (1/K) sum_c E[c, s], one per severity (paper: "average error for each intensity level")."""
@@ -109,7 +113,8 @@ class CorruptionErrors:
 def corruption_errors(errors: torch.Tensor, clean_error: float) -> CorruptionErrors:
     """Summaries of the errors E[c, s] of corruption c (rows) at severity s (columns) against the clean error.
 
-    sde_bnn.md §4 "CIFAR-10-C metrics": the paper's mCE wording is ambiguous (§8.17), so every reading is
+    SDE-BNN paper §5.2.2: its mCE wording ("an average error for each intensity level summed across all 19
+    perturbations") is ambiguous (mean or sum, absolute or relative to clean), so every reading is
     returned. No AlexNet (or other baseline) normalisation: the paper mentions none. `clean_error` must be in the
     units of `errors` (fractions or percent).
     """
@@ -131,8 +136,8 @@ def corruption_errors(errors: torch.Tensor, clean_error: float) -> CorruptionErr
 def predictive_entropy(member_probs: torch.Tensor) -> torch.Tensor:
     """H(x) = -sum_c pbar_c log pbar_c (nats) of the ensemble mean pbar = (1/M) sum_i p_i, one per input [N].
 
-    repulsive.md §5. The authors' code divides by log C for the image tasks; that scale cancels in H_o/H_t and
-    in the AUROC, so it is left out. Pass probs[None] for a single predictive distribution.
+    Repulsive-ensembles paper §4. The authors' code divides by log C for the image tasks; that scale cancels in
+    H_o/H_t and in the AUROC, so it is left out. Pass probs[None] for a single predictive distribution.
     """
     _check_members(member_probs)
     mean_probs = member_probs.mean(0)
@@ -143,8 +148,8 @@ def model_disagreement(member_probs: torch.Tensor) -> torch.Tensor:
     """MD(x) = (1/C) sum_c std_i p_i,c(x): the members' standard deviation (n - 1) of each class probability,
     averaged over classes, one per input [N].
 
-    repulsive.md §5: the paper's definition (its App. B) is not in the supplied text; this is the authors' code
-    (`test_pred.std(0).mean(1)`), kept for comparability with their Table 1.
+    Repulsive-ensembles paper §4 defers the definition to its App. B; this is the authors' code
+    (repulsive_ensembles, `test_pred.std(0).mean(1)`), kept for comparability with their Table 1.
     """
     _check_members(member_probs, min_members=2)
     return member_probs.std(0, correction=1).mean(-1)
@@ -172,7 +177,7 @@ def _average_ranks(values: torch.Tensor) -> torch.Tensor:
 def ood_auroc(in_scores: torch.Tensor, out_scores: torch.Tensor) -> float:
     """Area under the ROC curve of detecting out-of-distribution inputs by a score, higher meaning more OOD.
 
-    repulsive.md §5, AUROC(H) and AUROC(MD): OOD is the positive class (label 1), as in the authors'
+    Repulsive-ensembles paper Table 1, AUROC(H) and AUROC(MD): OOD is the positive class (label 1), as in the authors'
     `roc_auc_score` call. Computed as the Mann-Whitney statistic P(s_out > s_in) + P(s_out = s_in) / 2.
     """
     _check_scores(in_scores, out_scores)
@@ -190,8 +195,8 @@ def _check_gradient_samples(gradients: torch.Tensor) -> None:
 def gradient_variance(gradients: torch.Tensor) -> float:
     """Variance (n - 1) over K gradient samples of each of P parameters, averaged over parameters ([K, P]).
 
-    sde_bnn.md §4 (Fig. 4): "variance ... averaged across the parameters theta". The authors' code records the
-    standard deviation instead (§8.18); see `gradient_standard_deviation`.
+    SDE-BNN paper §4, Fig. 4: "variance ... averaged across the parameters theta". The authors' code (bayeSDE,
+    `examples/grad_check/stl.py`) records the standard deviation instead; see `gradient_standard_deviation`.
     """
     _check_gradient_samples(gradients)
     return float(gradients.var(0, correction=1).mean())
@@ -200,7 +205,7 @@ def gradient_variance(gradients: torch.Tensor) -> float:
 def gradient_standard_deviation(gradients: torch.Tensor) -> float:
     """Standard deviation (n - 1) over K gradient samples of each parameter, averaged over parameters ([K, P]).
 
-    sde_bnn.md §4: what the authors' `examples/grad_check/stl.py` records (`std(0).mean()`).
+    What the authors' code (bayeSDE, `examples/grad_check/stl.py`) records for Fig. 4 (`std(0).mean()`).
     """
     _check_gradient_samples(gradients)
     return float(gradients.std(0, correction=1).mean())
@@ -208,7 +213,7 @@ def gradient_standard_deviation(gradients: torch.Tensor) -> float:
 
 MMD_BANDWIDTH = 0.5
 """h of the RBF kernel exp(-|x - y|^2 / h) of the MMD to the target: the authors' notebook tracks the MMD with its
-fixed `RBF(0.5)`, i.e. exp(-2 |x - y|^2) (repulsive.md §3, Fig. F.1)."""
+fixed `RBF(0.5)`, i.e. exp(-2 |x - y|^2) (repulsive_ensembles, `notebooks/WGD_synthetic.ipynb`; paper Fig. F.1)."""
 
 
 def maximum_mean_discrepancy(x: torch.Tensor, y: torch.Tensor, bandwidth: float = MMD_BANDWIDTH) -> float:

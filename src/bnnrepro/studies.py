@@ -159,7 +159,7 @@ def _check(study: Study, path: Path) -> None:
     known = {a["id"] for a in catalog()["artifacts"]}
     for artifact_id in study.artifacts:
         if artifact_id not in known:
-            raise StudyError(f"{path}: unknown artifact {artifact_id!r} (ids are listed in ARTIFACTS.md)")
+            raise StudyError(f"{path}: unknown artifact {artifact_id!r} (ids are listed in artifacts/catalog.yaml)")
 
 
 def _check_overrides(study: Study, path: Path) -> None:

@@ -2,7 +2,7 @@
 # Run a command next to a real single-node SLURM (munge + slurmctld + slurmd, no accounting) started for it.
 # Usage: unshare --net tests/slurm/run_in_cluster.sh STATE_DIR COMMAND...
 # Inside a private network namespace all SLURM traffic stays on this namespace's loopback; 127.0.0.2 is
-# added because glibc's AI_ADDRCONFIG ignores 127.0.0.1 alone (shared/spec/slurm_local.md). The jobs read the
+# added because glibc's AI_ADDRCONFIG ignores 127.0.0.1 alone. The jobs read the
 # configuration at /etc/slurm/slurm.conf (the job-step plugin drops SLURM_CONF). Daemons stop by their PID files.
 set -euo pipefail
 state=$(realpath "$1"); shift

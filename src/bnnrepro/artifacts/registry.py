@@ -23,7 +23,7 @@ FRAMEWORK_MODULES = {"registry", "render", "context", "__main__"}
 
 @cache
 def catalog() -> dict:
-    """The parsed catalog: {'papers': {...}, 'artifacts': [...]}, artifacts in ARTIFACTS.md order."""
+    """The parsed catalog: {'papers': {...}, 'artifacts': [...]}, artifacts in catalog order."""
     return yaml.safe_load(CATALOG.read_text())
 
 

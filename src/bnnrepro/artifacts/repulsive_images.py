@@ -2,11 +2,11 @@
 ResNet32 (OOD: SVHN), from the `ood_detection` evaluation of every run of study `repulsive_images`
 (bnnrepro.evaluations.ood_detection).
 
-Columns (repulsive.md §5): AUROC(H) and AUROC(MD), OOD detection by the predictive entropy and by the members'
+Columns (the paper's §4, Table 1): AUROC(H) and AUROC(MD), OOD detection by the predictive entropy and by the members'
 model disagreement; accuracy (%); H_o/H_t and MD_o/MD_t, the mean entropy and disagreement on OOD over test
 inputs; ECE (30 equal-width bins, the authors' code) and NLL (the mean of -log p(y | x), not the code's log of the
-mean, §7.11). Over seeds: the mean of each per-run metric ± its standard error std / sqrt(seeds) (the paper does
-not say what its ± is; the authors' aggregator divides the std by the number of seeds, §7.2); the two ratios are
+mean). Over seeds: the mean of each per-run metric ± its standard error std / sqrt(seeds) (the paper does
+not say what its ± is; the authors' aggregator divides the std by the number of seeds); the two ratios are
 ratios of seed means, as the authors' `generate_results.py`, ± their delta-method standard error.
 """
 

@@ -2,7 +2,7 @@
 `posterior_arrays` evaluation of each run (bnnrepro.evaluations.posterior_arrays): predictive samples on the 1D grid,
 predictive-entropy maps, and the particles of the samplers with the targets' exact reference samples.
 
-The paper gives no numbers for these figures; each panel adds the spec's quantitative checks (repulsive.md §3):
+The paper gives no numbers for these figures; each panel adds our own quantitative checks:
 the predictive spread between the two training clusters and its KL divergence from HMC's there (Fig. 1), the mean
 entropy far from the data (Fig. 3), and the MMD to the target (Figs. 2, F.1).
 """
@@ -37,7 +37,7 @@ LABELS = {
 ENSEMBLES = tuple(m for m in LABELS if m != "hmc")
 SAMPLERS = ("svgd", "kde_wgd", "sge_wgd", "ssge_wgd", "de")  # Fig. 2's panels left to right, then the collapse
 PANELS_PER_ROW = 5
-FAR_FIELD_RADIUS = 11.0  # the authors' far-field OOD ring starts at r = 11 (repulsive.md §2)
+FAR_FIELD_RADIUS = 11.0  # the authors' far-field OOD ring starts at r = 11 (repulsive_ensembles, not in the paper)
 # Panel limits (x1, x2) of the samplers: the Gaussian's mean +- about 4 standard deviations; the funnel's x as in the
 # authors' notebook ([-12, 12]) and v within +-3 standard deviations.
 SAMPLER_LIMITS = {"gaussian_target": ((-5.0, 3.5), (-6.5, 8.0)), "funnel_target": ((-12.0, 12.0), (-9.0, 9.0))}

@@ -1,4 +1,4 @@
-"""Artifacts of the SDE-BNN image study drawn from evaluations of its CIFAR-10 runs (Xu et al. 2022, P1;
+"""Artifacts of the SDE-BNN image study drawn from evaluations of its CIFAR-10 runs (Xu et al. 2022;
 bnnrepro.evaluations.image_classification, config/evaluations.yaml):
 
 * Fig. 6a, 11, 12: the SDE-BNN's test metrics under other test-time solver settings ("solver_sweep");
@@ -33,9 +33,9 @@ SDEBNN = tuple(f"sdebnn{size}" for size in SIZES)
 ODENET = tuple(f"odenet{size}" for size in SIZES)
 SDEBNN_STL = tuple(f"sdebnn_stl{size}" for size in SIZES)
 RESNETS = ("resnet32", "resnet32@tiny", "mfvi_resnet32", "mfvi_resnet32@tiny")
-ROBUSTNESS_MODELS = ("sdebnn", "sdebnn_stl", "resnet32", "mfvi_resnet32")  # P1 Fig. 7's methods, in legend order
+ROBUSTNESS_MODELS = ("sdebnn", "sdebnn_stl", "resnet32", "mfvi_resnet32")  # Fig. 7's methods, in legend order
 PALETTE = dict(zip(ROBUSTNESS_MODELS, sns.color_palette("deep", len(ROBUSTNESS_MODELS)), strict=True))
-TRAINING_COLOUR = "grey"  # P1 Fig. 6a: "Grey line is solver's training tolerance"
+TRAINING_COLOUR = "grey"  # SDE-BNN paper Fig. 6a: "Grey line is solver's training tolerance"
 
 
 def eval_file(evaluation: str) -> str:
@@ -80,7 +80,7 @@ def sweep_note(scale: str) -> str:
     return (
         f"{scale_note(scale)} Solver sweep on the test split: fixed-step Euler-Maruyama with "
         f"{', '.join(map(str, counts))} steps (training: {steps}) and adaptive step doubling at rtol = atol = "
-        f"{', '.join(map(str, settings['tolerances']))} (the paper states neither, spec §8.11); one posterior draw "
+        f"{', '.join(map(str, settings['tolerances']))} (the paper states neither); one posterior draw "
         f"(Table 2: 1 sample) with the same Brownian path at every setting; {len(_seeds(scale, 'sdebnn'))} seed(s) "
         "(paper: 3). NFE counts drift evaluations per SDE block, torchsde's one shape check per solve included."
     )
@@ -311,7 +311,7 @@ def _palette() -> dict[str, tuple]:
         datasets=DATASETS, note=corruption_note)  # fmt: skip
 def corruption_robustness(context: ArtifactContext) -> Figure:
     """Error on CIFAR-10-C relative to clean CIFAR-10 (mCE_s - E_clean) per severity and model; black bars: std
-    over seeds. The legend gives each model's overall CE - E_clean (P1 §5.2.2)."""
+    over seeds. The legend gives each model's overall CE - E_clean (SDE-BNN paper §5.2.2)."""
     frame = corruption_frame(context)
     shifted = frame[frame["severity"] > 0].copy()
     overall = shifted.groupby("model", sort=False)["relative_ce"].mean()
@@ -338,7 +338,7 @@ CORRUPTION_PANELS = (  # (column, y label) of Fig. 9a-d
         datasets=DATASETS, note=corruption_note)  # fmt: skip
 def corruption_metrics(context: ArtifactContext) -> Figure:
     """Per severity (0 = clean), the mean over the 19 corruptions of (a) the error, (b) the error relative to clean,
-    (c) the ECE and (d) the accuracy, per model (the paper leaves 9a-c unnamed, spec §8.17); bands: std over
+    (c) the ECE and (d) the accuracy, per model (the paper leaves 9a-c unnamed; our reading); bands: std over
     seeds."""
     frame = corruption_frame(context)
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))

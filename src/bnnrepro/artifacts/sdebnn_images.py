@@ -66,7 +66,7 @@ def scale_note(scale: str) -> str:
     subset = protocol("mnist", scale).dataset.max_examples
     return note + (
         " Offline stand-ins for MNIST (scikit-learn digits at 28x28) and CIFAR-10 (generated 32x32 images), the"
-        f" first {subset.train} training and {subset.test} test images; the spec's tiny models: f_x width 8"
+        f" first {subset.train} training and {subset.test} test images; our tiny CPU models: f_x width 8"
         " (paper 32 / 64), f_w hidden width 16 (paper 64 /"
         f" 128), CIFAR-10 blocks 1-1 (paper 2-2-2), ResNet8 at half width for ResNet32, {steps} Euler steps"
         " (paper 20). Numbers are not comparable with the paper's; ± is the std over seeds (none for one seed)."
@@ -107,7 +107,7 @@ def table3_note(scale: str) -> str:
 @table("sdebnn/table3", uses="runs", run_file="metrics.json", methods=W0_METHODS, note=table3_note)
 def inferred_initial_weights(context: ArtifactContext) -> pd.DataFrame:
     """Accuracy (%) and ECE (x10^-2) at Table 3's epoch of SDE BNN (+ STL) with w_0 a point estimate and inferred
-    (spec §1.5); mean and std over seeds, for the prior variance selected on validation accuracy."""
+    (App. C.2); mean and std over seeds, for the prior variance selected on validation accuracy."""
     records = []
     for run_id, result in context.run_results().items():
         method, dataset, hparams, seed = run_id.split("/")

@@ -1,6 +1,6 @@
-"""Artifacts of the latent-SDE study: Xu et al. 2022 (P1) Fig. 3 (posterior paths and the joint of (z_t0, z_t1)
-under two Cauchy observations) and Fig. 4 (gradient variance of the three KL estimators over training), drawn
-from the evaluations of bnnrepro.methods.latent_sde."""
+"""Artifacts of the latent-SDE study: Xu et al. 2022 (the SDE-BNN paper) Fig. 3 (posterior paths and the joint
+of (z_t0, z_t1) under two Cauchy observations) and Fig. 4 (gradient variance of the three KL estimators over
+training), drawn from the evaluations of bnnrepro.methods.latent_sde."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 
 STUDY = "sdebnn_latent"
-ESTIMATOR_LABELS = {"stl": "STL", "fmc": "Full Monte Carlo", "ckl": "Li et al. (2020)"}  # P1 Fig. 4's legend
+ESTIMATOR_LABELS = {"stl": "STL", "fmc": "Full Monte Carlo", "ckl": "Li et al. (2020)"}  # SDE-BNN Fig. 4's legend
 ESTIMATOR_COLOURS = {"stl": "tab:red", "fmc": "tab:blue", "ckl": "tab:green"}
 PATH_LINES = 60  # sample paths drawn in Fig. 3 (left)
 PATH_COLOUR = "tab:blue"

@@ -1,4 +1,4 @@
-"""Artifacts of the SDE-BNN solver study (Xu et al. 2022, P1 Fig. 5 and App. C.8 Figs. 13-15, spec §1.15): the
+"""Artifacts of the SDE-BNN solver study (Xu et al. 2022, Fig. 5 and App. C.8 Figs. 13-15): the
 SDE-BNN's training on MNIST with backprop through the solver vs the stochastic adjoint, with fixed step counts vs
 adaptive steps, and with solvers of different order. Drawn from each run's metrics.json (bnnrepro.train): its
 evaluation history (training loss, test accuracy, `train_nfe` drift evaluations) and per-epoch timing (cumulative
@@ -211,7 +211,7 @@ def fig15_note(scale: str) -> str:
 @figure("sdebnn/fig5", uses="runs", run_file="metrics.json", methods=METHODS, note=fig5_note)
 def backprop_vs_adjoint(context: ArtifactContext) -> Figure:
     """Training loss and test accuracy per epoch, test accuracy against wall-clock time, and peak memory, for
-    backprop through the Euler-Maruyama solver vs the stochastic adjoint of the same solve (P1 Fig. 5)."""
+    backprop through the Euler-Maruyama solver vs the stochastic adjoint of the same solve (SDE-BNN paper Fig. 5)."""
     frame = paired(runs_frame(context), ("backprop", "adjoint"))
     bar = ("first_epoch_memory", memory_title(frame))
     title = "backprop through the solver vs stochastic adjoint"
@@ -221,7 +221,7 @@ def backprop_vs_adjoint(context: ArtifactContext) -> Figure:
 @figure("sdebnn/fig13", uses="runs", run_file="metrics.json", methods=METHODS, note=fig13_note)
 def adjoint_time_efficiency(context: ArtifactContext) -> Figure:
     """Training loss and test accuracy against wall-clock time and the mean seconds per epoch of backprop vs the
-    adjoint (P1 Fig. 13, App. C.8), with the measured and the published time ratios."""
+    adjoint (SDE-BNN paper Fig. 13, App. C.8), with the measured and the published time ratios."""
     frame = paired(runs_frame(context), ("backprop", "adjoint"))
     ours = ratio(per_run(frame), "backprop", "adjoint")
     backprop, adjoint = PAPER_SECONDS_PER_EPOCH["backprop"], PAPER_SECONDS_PER_EPOCH["adjoint"]
@@ -237,7 +237,7 @@ def adjoint_time_efficiency(context: ArtifactContext) -> Figure:
 def solver_speed_vs_convergence(context: ArtifactContext) -> Figure:
     """Training loss and test accuracy against wall-clock time for each fixed step count (Euler-Maruyama,
     backprop) and for adaptive steps with the adjoint in both passes, and the drift evaluations per epoch
-    (P1 Fig. 14)."""
+    (SDE-BNN paper Fig. 14)."""
     frame = runs_frame(context)
     frame = frame[frame["solver"].isin(["backprop", "adaptive"])]
     title = "solver speed vs convergence: fixed step counts vs adaptive steps"
@@ -247,7 +247,7 @@ def solver_speed_vs_convergence(context: ArtifactContext) -> Figure:
 @figure("sdebnn/fig15", uses="runs", run_file="metrics.json", methods=METHODS, note=fig15_note)
 def solver_order(context: ArtifactContext) -> Figure:
     """Training loss per epoch and against wall-clock time, test accuracy against wall-clock time, and drift
-    evaluations per epoch, for Euler-Maruyama, Milstein and SRK at one step count and adaptive steps (P1 Fig. 15)."""
+    evaluations per epoch, for Euler-Maruyama, Milstein and SRK at one step count and adaptive steps (Fig. 15)."""
     frame = paired(runs_frame(context), ("backprop", "milstein", "srk", "adaptive"))
     title = "solver speed vs precision: solvers of different order"
     return panels(frame, [LOSS_BY_EPOCH, LOSS_BY_TIME, ACCURACY_BY_TIME], NFE_BAR, title)

@@ -1,6 +1,6 @@
-"""Artifacts of the SDE-BNN toy 1D study: Xu et al. 2022 (P1) Figs. 1, 2, 8 and the workshop paper (P2)
+"""Artifacts of the SDE-BNN toy 1D study: Xu et al. 2022 (the SDE-BNN paper) Figs. 1, 2, 8 and the workshop paper
 Figs. 1-4, drawn from the `toy_paths` evaluation of the trained runs (bnnrepro.evaluations.toy_paths);
-P1 Table 2 from the runs' resolved configs and Table 5 from the method registry."""
+SDE-BNN paper Table 2 from the runs' resolved configs and Table 5 from the method registry."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ FIG10_TITLES = {
     "mfvi": "MFVI",
     "laplace": "Laplace, last layer (ours, not in the paper)",
 }
-"""The panels of P1 Fig. 10: the paper's three comparison models, then this project's Laplace approximation."""
+"""The panels of SDE-BNN paper Fig. 10: its three comparison models, then this project's Laplace approximation."""
 
 
 def fig10_note(scale: str) -> str:
@@ -129,7 +129,7 @@ def baseline_posteriors(context: ArtifactContext) -> Figure:
 
 @figure("sdebnn_ws/fig1", uses="runs", run_file=TOY_PATHS, methods=("ws_odenet", "ws_sdebnn"), note=toy_note)
 def workshop_hidden_trajectories(context: ArtifactContext) -> Figure:
-    """The workshop model's version of P1 Fig. 1."""
+    """The workshop model's version of SDE-BNN paper Fig. 1."""
     return _trajectory_figure(context, "ws_odenet", "ws_sdebnn")
 
 

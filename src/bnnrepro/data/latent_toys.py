@@ -1,7 +1,8 @@
 """Observations of a 1-D latent process z_t for the SDE-BNN paper's latent-SDE toys (Xu et al. 2022, Figs. 3, 4).
 
 x is the observation time [N, 1] and y the observed value [N, 1] (float32). Both sets are deterministic: the
-seed only names the instance. The paper gives neither set (spec §2); both follow the authors' scripts.
+seed only names the instance. The SDE-BNN paper (Xu et al. 2022) gives neither set; both follow the authors' scripts
+(bayeSDE).
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import numpy as np
 
 from bnnrepro.data.spec import Splits
 
-# Fig. 3 ([code] examples/torch/sdebnn_toy1d.py): two Cauchy observations, +5 and -5, of the terminal state z_3.
+# Fig. 3 (authors' code, examples/torch/sdebnn_toy1d.py): two Cauchy observations, +5 and -5, of the terminal state z_3.
 TWO_OBS_VALUES = (5.0, -5.0)
 TWO_OBS_TIME = 3.0
 
-# Fig. 4 ([code] examples/grad_check/stl.py): the segmented cosine, y = cos(2 pi t) on two segments of 5 times.
+# Fig. 4 (authors' code, examples/grad_check/stl.py): the segmented cosine, y = cos(2 pi t) on two segments of 5 times.
 GRADVAR_SEGMENTS = ((0.4, 0.6), (0.8, 1.0))
 GRADVAR_PER_SEGMENT = 5
 
@@ -35,8 +36,8 @@ def segmented_cosine(t: np.ndarray) -> np.ndarray:
 
 
 def generate_two_observations(seed: int) -> Splits:
-    """P1 Fig. 3: "an OU prior ... conditioned on two observations with Cauchy likelihoods" (values and times not
-    stated). From the authors' script: the values +5 and -5, both observations of the state at the end of the
+    """SDE-BNN paper Fig. 3: "an OU prior ... conditioned on two observations with Cauchy likelihoods" (values and
+    times not stated). From the authors' script: the values +5 and -5, both observations of the state at the end of the
     interval [0, 3], so that the posterior of z_3 has two modes. There is no true process to compare with, so
     validation and test are empty; the figure draws the posterior on a grid over the model's time interval."""
     del seed  # deterministic
@@ -54,7 +55,7 @@ def generate_two_observations(seed: int) -> Splits:
 
 
 def generate_segmented_cosine(seed: int, n_test: int = 121) -> Splits:
-    """P1 Fig. 4's toy (spec §8.18): the paper says "matching an exponentiated Brownian motion" in a "1D regression
+    """SDE-BNN paper Fig. 4's toy (§4): the paper says "matching an exponentiated Brownian motion" in a "1D regression
     setting" without further detail; the authors' gradient-check script fits the segmented cosine instead, which is
     what we use: t in linspace(0.4, 0.6, 5) u linspace(0.8, 1.0, 5), y = cos(2 pi t), noise-free (the script
     draws no noise; its Gaussian likelihood has std 0.1). Validation is empty; the test split is the noise-free

@@ -17,7 +17,7 @@ from bnnrepro.data.registry import Download
 from bnnrepro.data.spec import Splits
 from bnnrepro.files import write_atomic
 
-# (rows, features, standard splits) of each data set, for the offline stand-ins (udn.md §2.4).
+# (rows, features, standard splits) of each data set, for the offline stand-ins (UDN paper App. B.4).
 SHAPES = {
     "uci_boston": (506, 13, 20), "uci_concrete": (1030, 8, 20), "uci_energy": (768, 8, 20),
     "uci_kin8nm": (8192, 8, 20), "uci_naval": (11934, 16, 20), "uci_power": (9568, 4, 20),
@@ -57,7 +57,7 @@ def split_indices(data: Mapping[str, np.ndarray], split: int, protocol: str, val
     if protocol == "udn":
         order = np.arange(len(data["y"]))
         np.random.RandomState(split).shuffle(order)
-        # floor for train, rounding for validation: the split sizes of the authors' runs (udn.md §2.4, e.g.
+        # floor for train, rounding for validation: the split sizes of the UDN authors' code (App. B.4's 80/10/10, e.g.
         # boston 404/51/51, kin8nm 6553/819/820)
         n_train, n_val = int(0.8 * len(order)), int(round(0.1 * len(order)))
         return order[:n_train], order[n_train : n_train + n_val], order[n_train + n_val :]

@@ -1,14 +1,14 @@
 """Evaluations of a trained image classifier (SDE-BNN, ODEnet, ResNet32, ... of `ContinuousDepthMethod`) for the
 CIFAR-10 figures of Xu et al. 2022 (SDE-BNN), declared in config/evaluations.yaml (`bnnrepro.evaluations`).
 
-* "calibration" (Fig. 6b): metrics and the reliability bins of the predictive on the test split (sde_bnn.md §4:
-  10 equal-width confidence bins), the model as trained.
+* "calibration" (Fig. 6b): metrics and the reliability bins of the predictive on the test split (10 equal-width
+  confidence bins: not stated in the paper; the authors' code's), the model as trained.
 * "solver_sweep" (Figs. 6a, 11, 12): the same for the SDE-BNN at other test-time solver settings, fixed step
   counts around the training one and adaptive tolerances, with each solve's wall-clock seconds and drift
   evaluations (NFE). Every setting sees the same weight draw: torch's generator is reseeded, which fixes each
   block's Brownian entropy, and the paths are sampled on the dyadic tree (`SolverSettings.paired_paths`), so that
   they do not depend on where the solver queries them: the differences between settings come from the solver.
-* "cifar10c" (Figs. 7, 9): accuracy, NLL and ECE on each CIFAR-10-C corruption and severity (P1 §5.2.2) and on
+* "cifar10c" (Figs. 7, 9): accuracy, NLL and ECE on each CIFAR-10-C corruption and severity (§5.2.2) and on
   the clean originals of those images, each with the same weight draw.
 
 The predictive is the model's own (`method.predict`: its `eval_samples` weight draws, Table 2's 1 for images),
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from bnnrepro.methods.continuous_depth import ContinuousDepthMethod
 
 WARM_UP_IMAGES = 8  # an untimed pass before the timed solves, so that the first carries no start-up cost
-CORRUPTION_DATASET = "cifar10c"  # the registry dataset of P1 §5.2.2 (config/evaluations.yaml `data`)
+CORRUPTION_DATASET = "cifar10c"  # the registry dataset of SDE-BNN paper §5.2.2 (config/evaluations.yaml `data`)
 
 
 def predictive(method: ContinuousDepthMethod, images: np.ndarray, seed: int) -> torch.Tensor:
@@ -70,7 +70,7 @@ def stacked(rows: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 
 def calibration(method: ContinuousDepthMethod, splits: Splits, inputs: EvaluationInputs) -> dict[str, np.ndarray]:
-    """P1 Fig. 6b: the test split's metrics and reliability bins."""
+    """SDE-BNN paper Fig. 6b: the test split's metrics and reliability bins."""
     return summary(predictive(method, splits.x("test"), inputs.seed), splits.y("test"))
 
 
@@ -114,8 +114,8 @@ def solved_with(blocks: Sequence[SDEBNN], settings: SolverSettings) -> Iterator[
 
 
 def solver_sweep(method: ContinuousDepthMethod, splits: Splits, inputs: EvaluationInputs) -> dict[str, np.ndarray]:
-    """P1 Figs. 6a, 11, 12: per setting (rows, fixed step counts first) the test metrics and reliability bins,
-    seconds, and NFE (drift evaluations per block per solve; torchsde adds one per solve to check shapes)."""
+    """SDE-BNN paper Figs. 6a, 11, 12: per setting (rows, fixed step counts first) the test metrics and reliability
+    bins, seconds, and NFE (drift evaluations per block per solve; torchsde adds one per solve to check shapes)."""
     blocks = weight_sdes(method)
     trained = blocks[0].solver
     settings = sweep_settings(trained, inputs.settings["step_factors"], inputs.settings["tolerances"])
@@ -143,8 +143,8 @@ def solver_sweep(method: ContinuousDepthMethod, splits: Splits, inputs: Evaluati
 def corruption_robustness(
     method: ContinuousDepthMethod, splits: Splits, inputs: EvaluationInputs
 ) -> dict[str, np.ndarray]:
-    """P1 Figs. 7, 9: metrics [corruption, severity] on the first `images_per_severity` images of each CIFAR-10-C
-    set (all with null) and `clean_*` on their clean originals, the run's first test images."""
+    """SDE-BNN paper Figs. 7, 9: metrics [corruption, severity] on the first `images_per_severity` images of each
+    CIFAR-10-C set (all with null) and `clean_*` on their clean originals, the run's first test images."""
     count = inputs.settings["images_per_severity"]
     images, labels = splits.x("test")[:count], splits.y("test")[:count]
     clean = summary(predictive(method, images, inputs.seed), labels)

@@ -1,4 +1,4 @@
-"""The out-of-distribution evaluation of repulsive ensembles' Table 1 (D'Angelo & Fortuin 2021; repulsive.md §5).
+"""The out-of-distribution evaluation of repulsive ensembles' Table 1 (D'Angelo & Fortuin 2021, §4).
 
 A trained ensemble's members predict on the run's test split and on the first `ood_examples` test images of the
 OOD set paired with the run's dataset (settings `ood_sets`: FashionMNIST -> MNIST, CIFAR-10 -> SVHN), the OOD

@@ -1,4 +1,4 @@
-"""The RBF kernel of the repulsive ensembles and its median-heuristic bandwidth (repulsive.md §1.2, §1.13).
+"""The RBF kernel of the repulsive ensembles and its median-heuristic bandwidth (D'Angelo & Fortuin 2021, §3.4).
 
 k(x, y) = exp(-||x - y||^2 / h) on points stacked as rows ([n, d]: particles in weight space, or flattened function
 values pi_B(f) in function space). Gradients are in closed form, not autograd, and h is treated as a constant (no
@@ -33,7 +33,7 @@ def median_heuristic_bandwidth(squared: torch.Tensor) -> torch.Tensor:
     """h = med^2 / log n from the squared distances [n, n] of n points x_i to each other (`squared_distances`), med
     the median of the n(n-1)/2 distances ||x_i - x_j|| (i < j).
 
-    The paper uses "the popular median heuristic [51]" without a formula (repulsive.md §1.13, §7.5); this is the
+    The paper uses "the popular median heuristic [51]" without a formula (§3.4); this is the
     formula of its reference, Liu & Wang (2016), for the kernel exp(-||x - y||^2 / h). The authors' code instead
     uses median(d^2) over all n^2 pairs (diagonal zeros included) and log(n + 1). The median of an even number of
     distances is the mean of the two middle ones (numpy's). A single point has no pairs, and every h gives it
@@ -49,7 +49,7 @@ def median_heuristic_bandwidth(squared: torch.Tensor) -> torch.Tensor:
 
 
 def rbf_kernel(x: torch.Tensor, y: torch.Tensor, bandwidth: Bandwidth) -> torch.Tensor:
-    """The Gram matrix k(x_i, y_j) = exp(-||x_i - y_j||^2 / h): [n, m] (repulsive.md §1.2)."""
+    """The Gram matrix k(x_i, y_j) = exp(-||x_i - y_j||^2 / h): [n, m] (paper §3.4)."""
     return torch.exp(-squared_distances(x, y) / bandwidth)
 
 
@@ -65,7 +65,7 @@ def rbf_kernel_grad_sum(
 ) -> torch.Tensor:
     """sum_j grad_{x_i} k(x_i, y_j) = (2/h) sum_j (y_j - x_i) k(x_i, y_j) for each row x_i: [n, d].
 
-    The gradient w.r.t. the first argument (repulsive.md §1.2), summed over the second without forming the
+    The gradient w.r.t. the first argument (the repulsive term of eq. (3)), summed over the second without forming the
     [n, m, d] tensor of pairwise gradients. `kernel` is the Gram matrix rbf_kernel(x, y, h) when already computed.
     """
     if kernel is None:

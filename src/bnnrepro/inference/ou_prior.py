@@ -1,8 +1,8 @@
 """The Ornstein-Uhlenbeck prior over the weight process w_t of SDE-BNN (Xu et al. 2022, eq. 9).
 
 dw_t = -theta w_t dt + sigma dB_t on the depth interval t in [0, 1], elementwise over the flat weight vector.
-The paper uses theta = 1 (f_p = -w, g = sigma I); theta is kept as a parameter because the spec's toy
-settings also use theta = 0.1 (Fig. 3) and theta = 0 (Brownian motion, Fig. 4).
+The SDE-BNN paper (Xu et al. 2022, eq. 9) uses theta = 1 (f_p = -w, g = sigma I); theta is kept as a parameter
+because the authors' toy scripts (bayeSDE) also use theta = 0.1 (Fig. 3) and theta = 0 (Brownian motion, Fig. 4).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 
 @dataclass(frozen=True)
 class OrnsteinUhlenbeckPrior:
-    """f_p(w, t) = -rate * w, g(w, t) = sigma * I (P1 eq. 9 with rate = 1)."""
+    """f_p(w, t) = -rate * w, g(w, t) = sigma * I (SDE-BNN paper eq. 9 with rate = 1)."""
 
     sigma: float
     rate: float = 1.0
@@ -42,7 +42,8 @@ class OrnsteinUhlenbeckPrior:
 
         v(t) = w0_var exp(-2 rate t) + sigma^2 (1 - exp(-2 rate t)) / (2 rate)   (sigma^2 t when rate = 0).
 
-        The stationary variance is sigma^2 / (2 rate), not sigma^2 as P2 states (spec §8.5).
+        The stationary variance is sigma^2 / (2 rate), not sigma^2 as the SDE-BNN workshop paper (Xu et al. 2020)
+        states below its eq. 10.
         """
         t = torch.as_tensor(t, dtype=torch.get_default_dtype())
         if self.rate == 0:

@@ -2,7 +2,7 @@
 
 Two kinds of target, both over vectors stacked as rows [n, d] ("particles" of an ensemble, or HMC draws):
   * `NetworkPosterior`: the weight posterior of an MLP, p(w | D) ∝ prod_b p(y_b | f(x_b; w)) N(w; 0, prior_variance I)
-    (repulsive.md §1.0; the prior variance is a variance, not the authors' code's standard deviation, §7.6), for
+    (D'Angelo & Fortuin 2021, §3.1; the prior variance is a variance, not the authors' code's standard deviation), for
     the 1D regression of Fig. 1 and the 2D classification of Fig. 3. Scores come from the inference library's one
     vmapped forward (bnnrepro.inference.repulsive), in weight space and, through each particle's Jacobian, in
     function space (eq. 5).
@@ -56,7 +56,7 @@ INPUT_CHUNK = 500
 
 
 def gaussian_log_likelihood(std: float) -> LogLikelihood:
-    """log N(y | f, std^2 I) of each example, summed over output dimensions (regression, §4)."""
+    """log N(y | f, std^2 I) of each example, summed over output dimensions (regression; std as the authors' code)."""
 
     def log_likelihood(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return (-0.5 * ((targets - outputs) / std).square() - math.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
@@ -80,7 +80,7 @@ def categorical_log_likelihood(outputs_are_probabilities: bool) -> LogLikelihood
 
 def member_prior_variances(variances: Sequence[float], num_particles: int) -> torch.Tensor:
     """The prior variance of each of `num_particles` members [n]: `variances` in equal consecutive blocks, as the
-    authors' hyper-deep ensemble `np.repeat([0.1, ..., 0.5], 4)` for 20 members (repulsive.md §1.11)."""
+    authors' hyper-deep ensemble `np.repeat([0.1, ..., 0.5], 4)` for 20 members (not described in the paper)."""
     if num_particles % len(variances):
         raise ValueError(
             f"{num_particles} particles cannot share {len(variances)} prior variances equally: "
@@ -95,8 +95,8 @@ class NetworkPosterior(nn.Module):
     prior_variance: one variance of the prior N(0, prior_variance I), or one per particle [n] (a hyper-deep
     ensemble's members, each sampling the posterior under its own prior). task: "regression" (outputs are the
     predictive mean, Gaussian likelihood) or "classification" (outputs are logits, or class probabilities when the
-    network ends in a softmax: the function values fWGD/f-SVGD repel, repulsive.md §7.8; `entropy_grid` is the side
-    of the 2D figure's entropy mesh)."""
+    network ends in a softmax: the function values fWGD/f-SVGD repel, not stated in the paper; `entropy_grid` is the
+    side of the 2D figure's entropy mesh)."""
 
     def __init__(
         self,
@@ -126,7 +126,7 @@ class NetworkPosterior(nn.Module):
 
     def network_initialisations(self, num_particles: int) -> torch.Tensor:
         """n draws of the network's own PyTorch initialisation (Kaiming-uniform), flattened [n, d]: the authors'
-        image tasks initialise each member so, where their toys draw from the prior (repulsive.md §3, Table 1)."""
+        image tasks initialise each member so, where their toys draw from the prior (not stated in the paper)."""
         network = copy.deepcopy(self.network)
         draws = []
         for _ in range(num_particles):
@@ -140,7 +140,7 @@ class NetworkPosterior(nn.Module):
         self, weights: torch.Tensor, outputs: torch.Tensor, y: torch.Tensor, num_train: int
     ) -> torch.Tensor:
         """log p(w_i | D) + const [n] from the outputs [n, m, out] on a batch: num_train times the batch's mean
-        log-likelihood (§4) plus the log prior."""
+        log-likelihood (as the authors' code) plus the log prior."""
         batch_log_likelihood = vmap(lambda f: self.log_likelihood(f, y).mean())(outputs)
         return num_train * batch_log_likelihood - weights.square().sum(1) / (2 * self.prior_variance)
 
@@ -168,7 +168,7 @@ class NetworkPosterior(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, PullBack, torch.Tensor]:
         """The outputs f(x_B; w_i) [n, m, out], grad_f log p(f_i | D) on them, the pull-back J_i^T of eq. (5) and the
         reported loss. The functional prior's score is SSGE on as many fresh draws of the push-forward prior on the
-        batch as there are particles (the authors' f_WGD, repulsive.md §1.7)."""
+        batch as there are particles (the authors' f_WGD; paper §3.3)."""
         if isinstance(self.prior_variance, torch.Tensor):
             raise ValueError("a function-space rule needs one weight prior for its push-forward, not one per member")
         outputs, pull_back = ensemble_vjp(self.network, weights, x)
@@ -189,7 +189,7 @@ class NetworkPosterior(nn.Module):
 
     def member_probabilities(self, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Classification: every member's class probabilities p(y | f(x; w_i)) [n, N, C] (for the entropy and model
-        disagreement of repulsive.md §5), in chunks of INPUT_CHUNK inputs."""
+        disagreement of the paper's Table 1), in chunks of INPUT_CHUNK inputs."""
         chunks = [self._probabilities(ensemble_forward(self.network, weights, part)) for part in x.split(INPUT_CHUNK)]
         return torch.cat(chunks, dim=1)
 
@@ -235,7 +235,7 @@ class SamplingTarget(nn.Module):
 
     def diagnostics(self, weights: torch.Tensor) -> dict[str, float]:
         """MMD to the reference samples, and the errors of the particles' mean (Euclidean) and covariance
-        (Frobenius): the spec's quantitative check for Figs. 2 and F.1 (repulsive.md §3)."""
+        (Frobenius): our quantitative check for Figs. 2 and F.1 (the paper gives no numbers for them)."""
         weights = weights.detach()
         return {
             "mmd": maximum_mean_discrepancy(weights, self.reference),

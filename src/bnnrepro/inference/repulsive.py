@@ -1,16 +1,17 @@
 """Update directions of deep ensembles, WGD, SVGD and their function-space versions (D'Angelo & Fortuin 2021).
 
 Each rule returns the ascent direction phi of eq. (2), w_i <- w_i + eps_t phi(w_i), for all particles at once. The
-paper's equations are Euler steps; the authors' code instead feeds -phi to Adam as the gradient (repulsive.md
-§1.0, §7.4). Both are the caller's choice: `particles += lr * phi`, or `particles.grad = -phi` and an Adam step.
+paper's equations are Euler steps and it states no step size; the authors' code (repulsive_ensembles) instead feeds
+-phi to Adam as the gradient. Both are the caller's choice: `particles += lr * phi`, or `particles.grad = -phi` and
+an Adam step.
 
 Weight space: particles [n, d] (each row a network's parameters, flattened as by `parameters_to_vector`) and the
 gradients of log p(w_i | D) [n, d]. Function space: the outputs f(X_B; w_i) [n, m, out] of every particle on a batch
-of m inputs B (the canonical projection pi_B of Def. 1; B is a training minibatch, §1.7), the function-space scores
+of m inputs B (the canonical projection pi_B of Def. 1; B is a training minibatch, §2.2), the function-space scores
 grad_f log p(f_i | D) [n, m, out], and the pull-back cotangents [n, m, out] -> J_i^T cotangents [n, d] of eq. (5).
-The outputs are whatever the network returns (logits or probabilities: the paper does not say which, §7.8).
+The outputs are whatever the network returns (logits or probabilities: not stated in the paper).
 The weight prior is N(0, prior_variance I), prior_variance a variance (the paper's reading; the authors' code passes
-it as the standard deviation, §7.6). Gradients of the whole ensemble come from one vmapped functional_call.
+it as the standard deviation). Gradients of the whole ensemble come from one vmapped functional_call.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ PullBack = Callable[[torch.Tensor], torch.Tensor]
 
 
 def deep_ensemble_direction(log_posterior_grads: torch.Tensor) -> torch.Tensor:
-    """Eq. (2), DE: phi(w_i) = grad log p(w_i | D), independent MAP ascent of each member (§1.1)."""
+    """Eq. (2), DE: phi(w_i) = grad log p(w_i | D), independent MAP ascent of each member (§2)."""
     return log_posterior_grads
 
 
@@ -40,7 +41,7 @@ def wgd_direction(
     particles: torch.Tensor, log_posterior_grads: torch.Tensor, estimator: ScoreEstimator = kde_score
 ) -> torch.Tensor:
     """Eq. (13): phi(x_i) = grad log pi(x_i) - grad log rho(x_i), the particles' own score estimated by `estimator`:
-    eqs. (14)-(15) with `kde_score` (kde-WGD), (16) with `sge_score`, (17) with `ssge_score` (§1.3-§1.6)."""
+    eqs. (14)-(15) with `kde_score` (kde-WGD), (16) with `sge_score`, (17) with `ssge_score` (§3.2)."""
     return log_posterior_grads - estimator(particles)
 
 
@@ -49,8 +50,8 @@ def svgd_direction(
 ) -> torch.Tensor:
     """Eq. (6), SVGD (Liu & Wang 2016): phi(x_i) = (1/n) sum_j [k(x_j, x_i) grad log p(x_j) + grad_{x_j} k(x_j, x_i)].
 
-    Eq. (6) as printed has grad log p(x_i) in the sum and no 1/n (§7.3). We take the standard form of its reference
-    [51], which the paper's own critique of SVGD (kernel-averaged posterior gradients, §1.9), its eq. (7) (with
+    Eq. (6) as printed has grad log p(x_i) in the sum and no 1/n. We take the standard form of its reference
+    [51], which the paper's own critique of SVGD (kernel-averaged posterior gradients, §2.3), its eq. (7) (with
     1/n) and the authors' code all use. The bandwidth is the particles' median heuristic unless given.
     """
     kernel, h = rbf_gram(particles, bandwidth)
@@ -62,7 +63,7 @@ def fwgd_direction(
     outputs: torch.Tensor, output_scores: torch.Tensor, pull_back: PullBack, estimator: ScoreEstimator = kde_score
 ) -> torch.Tensor:
     """Eqs. (5), (20), fWGD: phi(w_i) = J_i^T [grad_f log p(f_i | D) - grad log rho(pi_B f_i)], the WGD rule of eq. (13)
-    on the flattened batch outputs [n, m * out], pushed back to weights through each particle's Jacobian (§1.7)."""
+    on the flattened batch outputs [n, m * out], pushed back to weights through each particle's Jacobian (§2.2)."""
     function_direction = wgd_direction(outputs.flatten(1), output_scores.flatten(1), estimator)
     return pull_back(function_direction.view_as(outputs))
 
@@ -74,7 +75,7 @@ def fsvgd_direction(
     bandwidth: Bandwidth | None = None,
 ) -> torch.Tensor:
     """Eq. (7), f-SVGD (Wang et al. 2019): phi(w_i) = J_i^T (1/n) sum_j [k(f_i, f_j) grad_{f_j} log p(f_j | D)
-    + grad_{f_j} k(f_j, f_i)], the SVGD rule of eq. (6) on the flattened batch outputs, pushed back by J_i (§1.9)."""
+    + grad_{f_j} k(f_j, f_i)], the SVGD rule of eq. (6) on the flattened batch outputs, pushed back by J_i (§2.3)."""
     function_direction = svgd_direction(outputs.flatten(1), output_scores.flatten(1), bandwidth)
     return pull_back(function_direction.view_as(outputs))
 
@@ -114,8 +115,9 @@ def log_posterior_grads(
     """grad_w log p(w_i | D) for every particle [n, d], and the outputs [n, m, out], from one vmapped forward.
 
     log p(w | D) = num_train * mean_b log p(y_b | f(x_b; w)) - ||w||^2 / (2 prior_variance) + const: the minibatch
-    likelihood rescaled to the training set (§4) and the Gaussian prior N(0, prior_variance I). `prior_variance` is
-    one variance, or one per particle [n] (hyper-deep ensembles: members with different priors, §1.11).
+    likelihood rescaled to the training set (as the authors' code) and the Gaussian prior N(0, prior_variance I).
+    `prior_variance` is one variance, or one per particle [n] (hyper-deep ensembles, a Table 1 baseline the paper
+    does not describe: members with different priors, as in the authors' code).
     """
     unflatten = unflatten_parameters(model)
     variances = torch.as_tensor(prior_variance, dtype=particles.dtype, device=particles.device)
@@ -150,7 +152,7 @@ def functional_prior_score(
     bandwidth: Bandwidth | None = None,
 ) -> torch.Tensor:
     """grad_f log p(f) at the particles' outputs [n, m, out]: SSGE (`ssge_score`, same options) fitted on draws of the
-    push-forward prior on the same batch [k, m, out] and evaluated out of sample, as in Sun et al. [71] (§1.7).
+    push-forward prior on the same batch [k, m, out] and evaluated out of sample, as in Sun et al. [71] (§3.3).
     Prior draws whose squared norm overflows (a deep network under a wide weight prior) are an error: the kernel
     between them would be NaN."""
     squared_norms = prior_outputs.flatten(1).square().sum(1)

@@ -1,5 +1,5 @@
 """Continuous-depth networks as training-loop methods: SDE-BNN (weights follow an SDE in depth, Xu et al.
-2022) and ODEnet (the same block with constant weights, spec §1.6).
+2022) and ODEnet (the same block with constant weights, a Table 1 baseline of that paper, §5).
 
 Both map x -> input layer -> hidden units integrated over depth t in [0, 1] -> output layer. The loss is the
 per-datum negative ELBO (SDE-BNN; ODEnet: the negative log-likelihood, KL coef. 0 in Table 2) with a
@@ -33,7 +33,7 @@ TRAJECTORY_TIMES = 51  # depths t in [0, 1] at which the hidden state is recorde
 
 
 class ODENet(nn.Module):
-    """dh/dt = f_h(t, h; w_0) with learned constant weights w_0, fixed-step Euler over [0, 1] (spec §1.6)."""
+    """dh/dt = f_h(t, h; w_0) with learned constant weights w_0, fixed-step Euler over [0, 1] (SDE-BNN paper §5)."""
 
     def __init__(self, input_layer: nn.Module, dynamics: HiddenDynamics, output_layer: nn.Module, num_steps: int):
         super().__init__()
@@ -87,7 +87,7 @@ class ContinuousDepthMethod(LossMinimiser, FixedArchitectureMethod):
 
     def diagnostics(self) -> dict[str, float]:
         """The regression likelihood's learned scale; for SDE-BNNs, `train_nfe`: the drift evaluations of all
-        weight SDEs in training so far (forward and adjoint solves; the solvers' cost, P1 Figs. 14, 15)."""
+        weight SDEs in training so far (forward and adjoint solves; the solvers' cost, SDE-BNN paper Figs. 14, 15)."""
         values = {} if self.likelihood is None else {"likelihood_scale": float(self.likelihood.log_scale.exp())}
         counters = [m.training_evaluations for m in self.network.modules() if isinstance(m, AugmentedWeightSDE)]
         if counters:

@@ -1,4 +1,5 @@
-"""HMC, the "gold standard" of repulsive deep ensembles' Figs. 1 and 3 (D'Angelo & Fortuin 2021; repulsive.md §1.10):
+"""HMC, the "gold standard" of repulsive deep ensembles' Figs. 1 and 3 (D'Angelo & Fortuin 2021, §4; settings not
+stated in the paper):
 Pyro's No-U-Turn sampler on the same network posterior the ensembles sample (bnnrepro.inference.posterior_targets).
 
 The paper states no HMC setting and the authors' code has none; the choices are in config/train/method/hmc.yaml.

@@ -5,7 +5,8 @@ the whole set of observations (full batch), and the loss is the per-datum negati
 
     -(1/N) ( sum_n E_q log p(y_n | z_{x_n}) - kl_weight E_q KL(q || p) )
 
-with the KL estimated by `kl_estimator` (ckl | fmc | stl, spec §1.4) and a Cauchy (Fig. 3) or Gaussian (Fig. 4)
+with the KL estimated by `kl_estimator` (ckl | fmc | stl, the three estimators of the SDE-BNN paper's §4 and Fig. 4)
+and a Cauchy (Fig. 3) or Gaussian (Fig. 4)
 likelihood. Its figures' evaluations: `bnnrepro.evaluations.latent_paths` (Fig. 3) and
 `bnnrepro.evaluations.gradient_variance` (Fig. 4).
 """

@@ -4,7 +4,7 @@
 Rules (config `rule`, with `estimator` kde | sge | ssge for the Wasserstein ones):
   de     eq. (2), independent MAP ascent (deep ensemble)         wgd    eqs. (13)-(17), kde/sge/ssge-WGD
   svgd   eq. (6), weight-space SVGD                              fwgd   eqs. (5), (18)-(20), kde/sge/ssge-fWGD
-  fsvgd  eq. (7), function-space SVGD (on a training minibatch, §1.7)
+  fsvgd  eq. (7), function-space SVGD (on a training minibatch, §2.2)
 
 The training step: the update w_i <- w_i + eps_t phi(w_i) of eq. (2) is not the gradient of a loss (the
 repulsion is not, and neither is SVGD's kernel-averaged drive), so the step sets the particles' gradient to -phi

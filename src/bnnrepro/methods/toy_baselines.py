@@ -1,4 +1,4 @@
-"""The toy-regression comparison models of SDE-BNN P1 Fig. 10 (spec §1.13): an exact Gaussian process, a deep
+"""The toy-regression comparison models of the SDE-BNN paper's Fig. 10 (App. C.6): an exact Gaussian process, a deep
 ensemble of K = 8 MLPs and a mean-field Gaussian BNN (MFVI). The paper states neither kernel, architectures nor
 training settings; the choices are documented in config/train/method/{gp,deep_ensemble,mfvi}.yaml.
 
@@ -205,7 +205,7 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> FixedArchitectureMethod:
     """The GP, deep ensemble or MFVI BNN named by the Hydra `method` group; regression only."""
     cfg = run_cfg.method
     if spec.task != "regression":
-        raise ValueError(f"method {cfg.name!r} supports regression data only (P1 Fig. 10's toy), got {spec.task!r}")
+        raise ValueError(f"method {cfg.name!r} supports regression data only (SDE-BNN Fig. 10 toy), got {spec.task!r}")
     if cfg.name == "gp":
         return GaussianProcessRegression(
             spec.num_features, cfg.lengthscale, cfg.signal_variance, cfg.noise_variance, cfg.eval_samples

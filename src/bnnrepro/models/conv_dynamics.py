@@ -1,13 +1,13 @@
 """Continuous-depth image classifiers: SDE-BNN, ODEnet and HyperODEnet with convolutional hidden dynamics
-(Xu et al. 2022, §5.2, Table 2; spec §1.2, §1.6-1.7, §1.10-1.11, §7.3).
+(Xu et al. 2022, §5, §5.2, Tables 1 and 2).
 
 The network is x -> 2 zero channels (ANODE augmentation) -> stages of continuous-depth blocks, an invertible
 space-to-depth squeeze between stages -> flatten -> linear logits. "# blocks" in Table 2 lists the blocks per
 stage: MNIST "1" (one block at 28x28x3), CIFAR-10 "2-2-2" (3 stages of 2 blocks: 32x32x5 -> 16x16x20 ->
-8x8x80), read as the authors' JAX code does (spec §1.2): each block has its own weight process over t in
+8x8x80), read as the authors' JAX code (bayeSDE) does: each block has its own weight process over t in
 [0, 1] (its own w_0, drift net and path KL, the KLs summed), and the "-" between stages is the squeeze of Dinh
-et al. (2016) named in P1 §5.2, not a learned convolution (the Table 2 caption's alternative, spec §8.10).
-The head is flatten + linear ([code] JAX: Flatten -> Dense(10)), a point estimate in every model.
+et al. (2016) named in §5.2, not a learned convolution (the Table 2 caption's alternative; the paper is ambiguous).
+The head is flatten + linear (the authors' JAX code: Flatten -> Dense(10)), a point estimate in every model.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bnnrepro.models.weight_sde_solver import SolverSettings, brownian_motion, i
 
 
 def with_time_channel(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-    """[x, t]: the depth t appended as one more constant channel (dim -3 of [..., C, H, W]; P1 §5)."""
+    """[x, t]: the depth t appended as one more constant channel (dim -3 of [..., C, H, W]; SDE-BNN paper §5)."""
     t = torch.as_tensor(t, dtype=x.dtype, device=x.device)
     return torch.cat([x, t.expand(*x.shape[:-3], 1, *x.shape[-2:])], dim=-3)
 
@@ -67,12 +67,13 @@ class TimeConv:
 
 
 class ConvHiddenDynamics(HiddenDynamics):
-    """f_h(t, h, w) for images (P1 §5.2, spec §1.2, §7.3; [code] `build_fx` block type 0):
+    """f_h(t, h, w) for images (SDE-BNN paper §5.2; the authors' code, bayeSDE `arch.build_fx` block type 0):
 
         conv 3x3 (C -> width) -> act -> conv 3x3 stride 2 -> act -> transposed conv 3x3 stride 2 -> act
         -> conv 3x3 (width -> C)
 
-    every convolution time-conditional (t one more input channel), no normalisation (P1 §6), tanh (Table 2).
+    every convolution time-conditional (t one more input channel), no normalisation (SDE-BNN paper §6), tanh
+    (Table 2).
     `width` is Table 2's "Drift f_x dim." (MNIST 32, CIFAR-10 64). w holds each layer's filters then bias, layer
     after layer. The transposed convolution's output padding restores H and W of either parity.
     """
@@ -178,7 +179,8 @@ class MultiScaleNetwork(nn.Module):
 
 @dataclass(frozen=True)
 class ImageSetting:
-    """A Table 2 column of an image model (P1 App. B); shrink `blocks`, `width` and `drift_widths` for CPU runs."""
+    """A Table 2 column of an image model (SDE-BNN paper App. B); shrink `blocks`, `width` and `drift_widths` for
+    CPU runs."""
 
     image_shape: tuple[int, int, int]  # (C, H, W) of the data
     blocks: tuple[int, ...] = (1,)  # "# blocks" per stage
@@ -201,7 +203,7 @@ class ImageSetting:
 
 
 MNIST, CIFAR10 = (1, 28, 28), (3, 32, 32)
-# Table 2. ODEnet's f_x width is not listed; the SDE-BNN's (spec §3.1 reading notes).
+# Table 2. ODEnet's f_x width is not listed (not stated in the paper); our choice: the SDE-BNN's.
 TABLE2 = {
     "sdebnn": {
         "mnist": ImageSetting(MNIST, (1,), 32, (1, 64, 1), sigma=0.1),
@@ -236,7 +238,7 @@ def image_sdebnn(
     infer_w0: bool = False,
     w0_prior_variance: float = 0.1,
 ) -> MultiScaleNetwork:
-    """SDE-BNN (P1 §5.2) with OU prior sigma = `setting.sigma` and drift net `setting.drift_widths` (tanh) in
+    """SDE-BNN (SDE-BNN paper §5.2) with OU prior sigma = `setting.sigma` and drift net `setting.drift_widths` (tanh) in
     every block. `solver` defaults to fixed-step Euler-Maruyama with `setting.num_steps` steps; `infer_w0` as
     in Table 3."""
     solver = SolverSettings(num_steps=setting.num_steps) if solver is None else solver
@@ -258,7 +260,7 @@ def image_odenet(
     prior_variance: float = 0.01,
     initial_log_std: float = -4.0,
 ) -> MultiScaleNetwork:
-    """ODEnet (spec §1.6): constant weights w_0 in every block; `mean_field`: MFVI ODEnet (§1.10), q(w_0)
+    """ODEnet (SDE-BNN paper §5): constant weights w_0 in every block; `mean_field`: MFVI ODEnet (§5), q(w_0)
     mean-field against N(0, prior_variance I)."""
     return weight_ode_network(setting, False, mean_field, prior_variance, initial_log_std)
 
@@ -270,8 +272,8 @@ def image_hyperodenet(
     prior_variance: float = 0.01,
     initial_log_std: float = -4.0,
 ) -> MultiScaleNetwork:
-    """HyperODEnet (spec §1.7): dw/dt = NN_phi(w, t) with drift net `setting.drift_widths`, no noise;
-    `mean_field`: MFVI HyperODEnet (§1.11), q(w_0) q(phi) mean-field against N(0, prior_variance I)."""
+    """HyperODEnet (SDE-BNN paper Tables 1, 2): dw/dt = NN_phi(w, t) with drift net `setting.drift_widths`, no noise;
+    `mean_field`: MFVI HyperODEnet (§5), q(w_0) q(phi) mean-field against N(0, prior_variance I)."""
     return weight_ode_network(setting, True, mean_field, prior_variance, initial_log_std)
 
 

@@ -1,8 +1,8 @@
 """Continuous-depth blocks with deterministic weight paths: ODEnet and HyperODEnet, with their mean-field
-variants (Xu et al. 2022, Table 1 baselines; spec §1.6, §1.7, §1.10, §1.11).
+variants (Xu et al. 2022, Table 1 baselines, §5; settings in App. B, Table 2).
 
     dh/dt = f_h(t, h, w_t)      the hidden dynamics (the SDE-BNN's f_h)
-    dw/dt = f_w(w_t, t; phi)    HyperODEnet: a hypernetwork drift (P1 eq. 8, sigma = 0); ODEnet: dw/dt = 0
+    dw/dt = f_w(w_t, t; phi)    HyperODEnet: a hypernetwork drift (eq. 8, sigma = 0); ODEnet: dw/dt = 0
 
 integrated with fixed-step Euler over t in [0, 1] (Table 2 "# Solver Steps"). w_0 and phi are point estimates
 (ODEnet, HyperODEnet) or mean-field Gaussians (MFVI ODEnet: q(w_0); MFVI HyperODEnet: q(w_0) q(phi)), each
@@ -40,13 +40,13 @@ def flat_weights(
 class WeightODEBlock(nn.Module):
     """One ODEnet / HyperODEnet block: `forward(h [S, B, *state_shape])` -> (h_1 [S, B, ...], KL [S]).
 
-    * `drift_widths=None`: ODEnet, constant weights w_t = w_0 (spec §1.6: sigma 0, KL coef. 0).
+    * `drift_widths=None`: ODEnet, constant weights w_t = w_0 (Table 2: sigma 0, KL coef. 0).
     * `drift_widths` given: HyperODEnet, dw/dt = NN_phi(w, t), the SDE-BNN's drift net (`DriftNet`: an MLP on
       [w, t] with its last layer at zero, so w_t = w_0 at initialisation) without the OU term -w and without
-      noise (spec §1.7). It is evaluated by `MLPHiddenDynamics`, the same MLP with its weights read from a
+      noise (Table 2: sigma 0). It is evaluated by `MLPHiddenDynamics`, the same MLP with its weights read from a
       flat vector phi (`DriftNet`'s parameters in order), so each sample of q(phi) drives its own path.
-    * `mean_field_w0`: q(w_0) mean-field (MFVI ODEnet, spec §1.10); `mean_field_drift`: q(phi) mean-field too
-      (MFVI HyperODEnet, spec §1.11 "inference over the parameters of the hypernetwork"; the authors'
+    * `mean_field_w0`: q(w_0) mean-field (MFVI ODEnet, §5); `mean_field_drift`: q(phi) mean-field too
+      (MFVI HyperODEnet, §5: "inference ... over the parameters of the hypernetwork"; the authors'
       `--meanfield_sdebnn` wraps the whole block, w_0 and phi). Prior N(0, prior_variance I), posterior log-std
       starting at `initial_log_std`.
 

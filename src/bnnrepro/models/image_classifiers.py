@@ -1,7 +1,7 @@
 """The image classifiers of SDE-BNN Table 1 as networks of the continuous-depth methods: SDE-BNN, ODEnet,
 HyperODEnet and MFVI ODEnet / HyperODEnet with convolutional dynamics (multi-scale on CIFAR-10), ResNet32 and
-MFVI ResNet32 (spec §1.2, §1.6-1.11). Each is a network x -> (logits [S, B, K], KL [S]) that
-`ContinuousDepthMethod` trains on the per-datum negative ELBO with a softmax likelihood."""
+MFVI ResNet32 (SDE-BNN paper §5 and Table 1, settings in App. B Table 2). Each is a network x -> (logits [S, B, K],
+KL [S]) that `ContinuousDepthMethod` trains on the per-datum negative ELBO with a softmax likelihood."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """A 1-D latent SDE with an Ornstein-Uhlenbeck prior and a neural posterior drift (Xu et al. 2022, Figs. 3, 4).
 
-    prior      dz = -rate z dt + sigma dB                      (P1 eq. 9 with a rate; spec §2: 0.1 for Fig. 3,
-    posterior  dz = (NN_phi(z, t) - rate z) dt + sigma dB       0 = Brownian motion for Fig. 4)
+    prior      dz = -rate z dt + sigma dB                      (SDE-BNN paper eq. 9 with a rate; the authors'
+    posterior  dz = (NN_phi(z, t) - rate z) dt + sigma dB       scripts: 0.1 for Fig. 3, 0 = Brownian motion for Fig. 4)
 
 on [t_start, t_end] from z_0 ~ N(z0_mean, z0_std^2) under both (so z_0 adds no KL). The pieces are SDE-BNN's
 (bnnrepro.models.weight_sde, inference.ou_prior): the posterior drift `PosteriorDrift` around the prior's,
-with u = NN_phi / sigma, and the three path-KL estimators of spec §1.4:
+with u = NN_phi / sigma, and the three path-KL estimators of the SDE-BNN paper's Fig. 4 (§4):
 
     ckl  int 1/2 |u|^2 dt                          (Li et al. 2020)
     fmc  int 1/2 |u|^2 dt + int u(z, t, phi) dB     (App. A eq. 20, "full Monte Carlo")

@@ -1,8 +1,8 @@
 """Mean-field variational inference over a network's layers (Bayes by backprop, Blundell et al. 2015): the
-MFVI ResNet32 baseline of SDE-BNN Table 1 (spec §1.9).
+MFVI ResNet32 baseline of SDE-BNN Table 1 (Xu et al. 2022, §5).
 
 Each weight and bias has q = N(mean, std^2), independent of the others, against the prior N(0, prior_variance).
-Neither the prior nor q's initialisation is stated (spec §1.9); the defaults are the authors' `brax.MeanField`:
+Neither the prior nor q's initialisation is stated in the paper; the defaults are the authors' `brax.MeanField`:
 prior N(0, 0.1^2) and log-std starting at -4, with the closed-form KL instead of their single-sample
 log q - log p (same expectation, no variance). Each forward pass of a layer draws its weights anew by
 reparameterisation (weight = mean + std * eps, eps ~ N(0, I)), so one pass of a network is one sample of q.
@@ -16,8 +16,8 @@ from torch.nn import functional as F
 
 from bnnrepro.distributions import gaussian_kl, gaussian_sample
 
-PRIOR_VARIANCE = 0.01  # N(0, 0.1^2), [code] brax.MeanField
-INITIAL_LOG_STD = -4.0  # [code] brax.MeanField
+PRIOR_VARIANCE = 0.01  # N(0, 0.1^2), the authors' code (bayeSDE, brax.MeanField)
+INITIAL_LOG_STD = -4.0  # the authors' code (bayeSDE, brax.MeanField)
 
 
 class MeanField:

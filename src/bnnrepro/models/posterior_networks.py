@@ -15,7 +15,7 @@ from bnnrepro.models.resnet import ChannelsFirstImages, ResNet
 
 
 def relu_mlp(num_features: int, hidden_widths: Sequence[int], num_outputs: int) -> nn.Sequential:
-    """A fully connected ReLU network (the authors' toy MLPs: 1-10-10-1 and 2-10-10-5, repulsive.md §4)."""
+    """A fully connected ReLU network (the authors' toy MLPs, repulsive_ensembles README: 1-10-10-1 and 2-10-10-5)."""
     widths = [num_features, *hidden_widths]
     layers: list[nn.Module] = []
     for fan_in, fan_out in pairwise(widths):
@@ -27,7 +27,7 @@ def posterior_network(cfg: DictConfig, spec: DataSpec, num_outputs: int) -> nn.M
     """The network of method config `cfg`: `architecture` mlp, the ReLU MLP of `hidden_widths` (an image input is
     flattened first), or resnet, the CIFAR ResNet of `resnet_blocks_per_stage` blocks per stage (6n + 2 layers:
     ResNet32 at n = 5, the authors' Table 1 model, and ResNet8 at n = 1), ReLU and no normalisation, as their
-    `ResNet(n=5, use_batch_norm=False)` (repulsive.md §3, Table 1)."""
+    `ResNet(n=5, use_batch_norm=False)` (repulsive_ensembles; the paper's Table 1 names ResNet32 only)."""
     if cfg.architecture == "mlp":
         if len(spec.input_shape) > 1:
             return nn.Sequential(nn.Flatten(), relu_mlp(math.prod(spec.input_shape), cfg.hidden_widths, num_outputs))

@@ -1,4 +1,5 @@
-"""ResNet32 for CIFAR-10 and MNIST, the discrete baseline of SDE-BNN Table 1 (spec §1.8; He et al. 2016, §4.2).
+"""ResNet32 for CIFAR-10 and MNIST, the discrete baseline of SDE-BNN Table 1 (Xu et al. 2022, §5; He et al. 2016,
+§4.2).
 
 A 3x3 convolution to 16 channels, three stages of n residual blocks (16, 32, 64 channels; the first block of
 stages 2 and 3 halves H and W with stride 2), global average pooling and a linear layer: 6n + 2 weighted layers,
@@ -6,12 +7,13 @@ n = 5 for ResNet32 (0.46M parameters), n = 1 for ResNet8.
 
 Choices (the paper says only "standard residual networks"):
 
-* no normalisation, as in every SDE-BNN model (P1 §6; [code] `resnet32v2` with `normalization_method=""`);
-* pre-activation blocks x + conv(act(conv(act(x)))) as [code] `resnet32v2` (He et al. 2016b), the residual form
-  h + f(h) of P1 eq. 7;
-* tanh, Table 2's activation for ResNet32; the authors' code uses ReLU (spec §8.9), available as `activation`;
+* no normalisation, as in every SDE-BNN model (SDE-BNN paper §6; the authors' code, bayeSDE `resnet32v2` with
+  `normalization_method=""`);
+* pre-activation blocks x + conv(act(conv(act(x)))) as the authors' `resnet32v2` (He et al. 2016b), the residual
+  form h + f(h) of SDE-BNN paper eq. 7;
+* tanh, Table 2's activation for ResNet32; the authors' code uses ReLU, available as `activation`;
 * parameter-free shortcuts where the shape changes (He et al.'s option A: subsample, zero-pad the channels), which
-  keeps 6n + 2 weighted layers and the published 0.46M; [code] uses 1x1 projections (option B);
+  keeps 6n + 2 weighted layers and the published 0.46M; the authors' code uses 1x1 projections (option B);
 * torch's default initialisation.
 """
 

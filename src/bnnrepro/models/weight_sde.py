@@ -7,7 +7,8 @@ call integrates over t in [0, 1] (eq. 11, §3); the model (input layer -> SDE bl
 per-datum negative ELBO.
 
 Shapes: S weight-path samples and B inputs. All examples of a minibatch share their sample's weight path
-(spec §1.2); hidden states are [S, B, *state_shape] and weights [S, num_weights].
+(as the authors' code, bayeSDE; not stated in the paper); hidden states are [S, B, *state_shape] and weights
+[S, num_weights].
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ KL_ESTIMATORS = ("ckl", "fmc", "stl")
 
 
 def with_time(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-    """[x, t]: the depth t appended as one more feature, the time conditioning of every layer (P1 §5)."""
+    """[x, t]: the depth t appended as one more feature, the time conditioning of every layer (SDE-BNN paper §5)."""
     t = torch.as_tensor(t, dtype=x.dtype, device=x.device)
     return torch.cat([x, t.expand(*x.shape[:-1], 1)], dim=-1)
 
@@ -46,7 +47,7 @@ class DriftNet(nn.Module):
     """NN_phi(w, t) of eq. 10: an MLP R^P -> widths -> R^P on [w, t] (t appended to every layer's input).
 
     `widths` is Table 2's "Drift f_w dim.": (1, 64, 1) for MNIST, (2, 128, 2) for CIFAR-10, (32,) for 1D. The
-    last layer starts at zero, so NN_phi = 0 and the posterior equals the prior at initialisation (P1 §5).
+    last layer starts at zero, so NN_phi = 0 and the posterior equals the prior at initialisation (SDE-BNN paper §5).
     """
 
     def __init__(self, num_weights: int, widths: Sequence[int], activation: str = "tanh"):
@@ -67,8 +68,9 @@ class DriftNet(nn.Module):
 class PosteriorDrift(nn.Module):
     """f_q(w, t) = NN_phi(w, t) + f_p(w, t) = NN_phi(w, t) - w, the approximate posterior's drift.
 
-    P1 eq. 10 prints NN - f_p; the sign above (P2 eq. 11, the authors' code) is the one for which q equals the
-    prior when NN_phi = 0 (spec §1.2, §8.1). The diffusion is the prior's sigma I (eq. 4).
+    The SDE-BNN paper's eq. 10 prints NN - f_p; the sign above (the workshop paper's eq. 11, the authors' code) is
+    the one for which q equals the prior when NN_phi = 0, as the paper's §3 says. The diffusion is the prior's
+    sigma I (eq. 4).
     """
 
     def __init__(self, prior: OrnsteinUhlenbeckPrior, net: nn.Module):
@@ -79,7 +81,7 @@ class PosteriorDrift(nn.Module):
         return self.drift_and_control(t, w)[0]
 
     def drift_and_control(self, t: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(f_q, u) with u = (f_q - f_p) / sigma = NN_phi / sigma (eq. 6 with App. A's sign, spec §8.2)."""
+        """(f_q, u) with u = (f_q - f_p) / sigma = NN_phi / sigma (eq. 6 with the sign of App. A.1, eq. 20)."""
         residual = self.net(t, w)
         return residual + self.prior.drift(t, w), residual / self.prior.sigma
 
@@ -100,7 +102,7 @@ class HiddenDynamics(nn.Module, ABC):
 
     * `forward(t, h, w)`: dh/dt for h [S, B, *state_shape] and w [S, P]; sample s of h uses the weights w[s].
       Vectorise over S (batched matmuls, grouped convolutions), no Python loop over samples.
-      Time-conditional: t (a 0-dim tensor) enters every layer (appended feature or channel, P1 §5).
+      Time-conditional: t (a 0-dim tensor) enters every layer (appended feature or channel, SDE-BNN paper §5).
     * `initial_weights()`: a [P] initial value for w_0 (learned from there).
     """
 
@@ -144,7 +146,7 @@ class MLPHiddenDynamics(HiddenDynamics):
 
 class ZeroAugment(nn.Module):
     """Append `extra` zero features (dim=-1) or channels (dim=1): ANODE augmentation, 2 in every experiment
-    (Table 2 "Augment dim."); without it a 1D SDE-BNN can only draw monotonic functions (spec §1.1)."""
+    (Table 2 "Augment dim."); without it a 1D SDE-BNN can only draw monotonic functions (SDE-BNN paper App. C.1)."""
 
     def __init__(self, extra: int = 2, dim: int = -1):
         super().__init__()
@@ -157,7 +159,7 @@ class ZeroAugment(nn.Module):
 
 
 class PointInitialWeights(nn.Module):
-    """w_0 as a learned point estimate, the main method (P1 eq. 8, "w_{t0} is learned"); no KL."""
+    """w_0 as a learned point estimate, the main method (SDE-BNN paper eq. 8, "w_{t0} is learned"); no KL."""
 
     def __init__(self, w0: torch.Tensor):
         super().__init__()
@@ -169,10 +171,10 @@ class PointInitialWeights(nn.Module):
 
 
 class GaussianInitialWeights(nn.Module):
-    """w_0 inferred (Table 3, spec §1.5): q(w_0) = N(mean, diag std^2) against the prior N(0, prior_variance I).
+    """w_0 inferred (Table 3, App. C.2): q(w_0) = N(mean, diag std^2) against the prior N(0, prior_variance I).
 
-    The log-std starts at -4 ([code]; the paper does not say). The KL is the closed form, not the authors'
-    single-sample log q - log p.
+    The log-std starts at -4 (the authors' code, bayeSDE; not stated in the paper). The KL is the closed form, not
+    the authors' single-sample log q - log p.
     """
 
     def __init__(self, mean: torch.Tensor, prior_variance: float, log_std: float = -4.0):
@@ -199,14 +201,14 @@ class State(NamedTuple):
 
 
 class AugmentedWeightSDE(nn.Module):
-    """The augmented SDE of eq. 11 plus the KL integrand (P1 §3), integrated in one solver call:
+    """The augmented SDE of eq. 11 plus the KL integrand (SDE-BNN paper §3), integrated in one solver call:
 
         dw  = f_q(w, t) dt + sigma dB            (eqs. 4, 9, 10)
-        dh  = f_h(t, h, w) dt                    (no noise on h, P1 §5.1)
+        dh  = f_h(t, h, w) dt                    (no noise on h, SDE-BNN paper §5.1)
         dKL = 1/2 ||u(w, t)||^2 dt [+ u dB]      (eqs. 5, 6; the bracket for fmc/stl, eqs. 20, 12)
         dc  = dt                                 (a clock: c(1) = 1 checks that the solver reached t = 1)
 
-    with u = (f_q - f_p) / sigma = NN_phi / sigma. `kl_estimator` picks how the KL is estimated (§1.4, Fig. 4):
+    with u = (f_q - f_p) / sigma = NN_phi / sigma. `kl_estimator` picks how the KL is estimated (§4, Fig. 4):
 
     * "ckl": the integrand only (Li et al. 2020). torchsde interface: noise_type "diagonal", sde_type "ito",
       f(t, y) and g(t, y); h, KL and clock get zero diffusion.
@@ -226,7 +228,7 @@ class AugmentedWeightSDE(nn.Module):
             raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {kl_estimator!r}")
         self.posterior, self.dynamics, self.kl_estimator = posterior, dynamics, kl_estimator
         # drift evaluations in training mode (forward solves, and the adjoint's reverse solves): the NFE, the
-        # solvers' cost axis (spec §4); a buffer, so that a resumed run keeps counting
+        # solvers' cost axis (SDE-BNN paper Figs. 14, 15); a buffer, so that a resumed run keeps counting
         self.register_buffer("training_evaluations", torch.zeros((), dtype=torch.long))
 
     @property
@@ -272,7 +274,7 @@ class AugmentedWeightSDE(nn.Module):
 
 
 class SDEBNN(nn.Module):
-    """input layer -> SDE-BNN block over depth [0, 1] -> output layer (P1 §3, §5).
+    """input layer -> SDE-BNN block over depth [0, 1] -> output layer (SDE-BNN paper §3, §5).
 
     `forward(x, num_samples)` draws S weight paths from q (one per sample, shared by the minibatch) and
     returns the outputs [S, B, out] and the KL [S] (the path KL, plus KL(q(w_0) || p(w_0)) with `infer_w0`).
@@ -342,6 +344,6 @@ def negative_elbo(
     log_likelihood: torch.Tensor, kl: torch.Tensor, num_data: int, kl_weight: float = 1.0
 ) -> torch.Tensor:
     """-(N/B sum_b E_q log p(y_b | x_b, w) - kl_weight E_q KL) / N: the minibatch negative ELBO per datum
-    (ELBO_inf below eq. 11; P2 eq. 3) from log-likelihoods [S, B] and KLs [S]. `kl_weight` is Table 2's
-    "KL coef." (1 = the true ELBO; the authors' JAX code uses 1e-3, spec §8.4)."""
+    (ELBO_inf below eq. 11; workshop paper eq. 3) from log-likelihoods [S, B] and KLs [S]. `kl_weight` is Table 2's
+    "KL coef." (1 = the true ELBO; not given for SDE-BNN in Table 2; the authors' JAX code uses 1e-3)."""
     return -log_likelihood.mean() + kl_weight * kl.mean() / num_data

@@ -1,20 +1,21 @@
-"""Solving the augmented SDE-BNN state over the whole depth interval [0, 1] in one solver call (P1 §3, eq. 11).
+"""Solving the augmented SDE-BNN state over the whole depth interval [0, 1] in one solver call (SDE-BNN paper,
+Xu et al. 2022, §3, eq. 11).
 
 Both integrators are driven by the weights' Brownian motion, a torchsde `BrownianInterval` with one channel per
 weight (`brownian_motion`); which one runs depends on the SDE's KL estimator:
 
 * `ckl` (the KL integrand only, Li et al. 2020): torchsde with diagonal noise, `sdeint` (backprop through
-  the solver) or `sdeint_adjoint` (the stochastic adjoint, P1 §1.15), fixed or adaptive steps, any of
+  the solver) or `sdeint_adjoint` (the stochastic adjoint, SDE-BNN paper App. C.8), fixed or adaptive steps, any of
   `euler`, `milstein`, `srk`. The Brownian motion is zero-padded to the whole state (`ZeroPaddedBrownian`).
 * `fmc` / `stl` (eq. 20 / eq. 12): the KL state also carries the martingale int u dB, driven by the SAME
   Brownian increments as the weights. torchsde's diagonal noise gives each state component its own
   Brownian motion, and its general-noise path needs the dense (state x weights) diffusion matrix (for its
   shape check and for the adjoint), which is out of reach for 10^4-10^5 weights. These estimators use a
-  fixed-step Ito Euler-Maruyama loop instead (the STL term is an Ito integral, spec §1.3; the paper trained
-  its final models with fixed steps, P1 §5).
+  fixed-step Ito Euler-Maruyama loop instead (the STL term of eq. 12 is an Ito integral; the paper trained
+  its final models with fixed steps, SDE-BNN paper §5).
 
 The state carries a clock (dc/dt = 1), so `integrate` checks that the solver really reached t = 1; the
-authors' JAX grid stops at t ~ 0.53 (spec §3.3), which this check rejects.
+authors' JAX fixed grid (bayeSDE, `jaxsde/jaxsde/sdeint.py`) stops at t ~ 0.53, which this check rejects.
 
 Each `BrownianInterval` is a reference cycle that holds the noise it cached: a training loop should call
 `gc.collect(1)` after each step (0.1 ms), or that memory (GPU memory on GPU) waits for a full collection.
@@ -85,7 +86,7 @@ def brownian_motion(
     # By default the interval tree is built for this step size (torchsde issue #109: much faster) and split where
     # the solver queries it, so the same entropy gives another path on another time grid. `paired_paths` samples
     # on torchsde's dyadic tree instead, where the path depends on the entropy alone: solves with other step sizes
-    # or tolerances see the same path (test-time solver sweeps, P1 Figs. 6a, 11, 12).
+    # or tolerances see the same path (test-time solver sweeps, SDE-BNN paper Figs. 6a, 11, 12).
     tree = {"halfway_tree": True, "tol": PAIRED_PATH_RESOLUTION} if settings.paired_paths else {"dt": settings.dt}
     return torchsde.BrownianInterval(
         t0=0.0,
@@ -152,7 +153,7 @@ def integrate(
         solve = torchsde.sdeint_adjoint if settings.adjoint else torchsde.sdeint
         ts = torch.tensor([0.0, 1.0], dtype=y0.dtype, device=y0.device)
         options = {"adaptive": settings.adaptive, "rtol": settings.rtol, "atol": settings.atol}
-        if settings.adjoint:  # adaptive steps in the reverse (adjoint) solve as well (P1 Fig. 14: "both modes")
+        if settings.adjoint:  # adaptive steps in the reverse (adjoint) solve too (SDE-BNN paper Fig. 14: "both modes")
             options |= {f"adjoint_{key}": value for key, value in options.items()}
         padded = ZeroPaddedBrownian(bm, y0.shape[1])
         y1 = solve(sde, y0, ts, bm=padded, method=settings.method, dt=settings.dt, **options)[-1]
