@@ -30,13 +30,13 @@ test-fast: $(STAMP)
 	pytest -m "not slow"
 
 lint: $(STAMP)
-	ruff check src tests benchmarks
-	ruff format --check src tests benchmarks
+	ruff check src tests benchmarks scripts
+	ruff format --check src tests benchmarks scripts
 	snakefmt --check Snakefile workflow
 	snakemake --lint
 
 format: $(STAMP)
-	ruff format src tests benchmarks
+	ruff format src tests benchmarks scripts
 	snakefmt Snakefile workflow
 
 bench: $(STAMP)

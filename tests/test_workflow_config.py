@@ -80,8 +80,8 @@ def test_study_grids_expand_to_one_run_per_point() -> None:
     [
         ["snakemake", "--lint"],
         ["snakefmt", "--check", "Snakefile", "workflow"],
-        ["ruff", "check", "src", "tests", "benchmarks"],
-        ["ruff", "format", "--check", "src", "tests", "benchmarks"],
+        ["ruff", "check", "src", "tests", "benchmarks", "scripts"],
+        ["ruff", "format", "--check", "src", "tests", "benchmarks", "scripts"],
     ],
     ids=["snakemake-lint", "snakefmt", "ruff-check", "ruff-format"],
 )
