@@ -19,9 +19,8 @@ from bnnrepro.models.conv_dynamics import (
     ConvHiddenDynamics,
     InvertibleDownsampling,
     SDEBlock,
-    image_hyperodenet,
-    image_odenet,
     image_sdebnn,
+    image_weight_odenet,
 )
 from bnnrepro.models.hyper_ode import WeightODEBlock
 from bnnrepro.models.mean_field import (
@@ -231,10 +230,12 @@ def test_point_estimate_networks_run_one_sample_and_mean_field_ones_have_a_kl():
     torch.manual_seed(0)
     x = torch.randn(2, 3, 32, 32)
     setting = replace(TABLE2["hyperodenet"]["cifar10"], blocks=(1, 1), drift_widths=(1, 4, 1), **TINY)
-    logits, kl = image_hyperodenet(setting)(x, num_samples=3)
+    logits, kl = image_weight_odenet(setting, hyper=True)(x, num_samples=3)
     assert logits.shape == (1, 2, 10) and kl.item() == 0
-    logits, kl = image_hyperodenet(setting, mean_field=True)(x, num_samples=3)
+    logits, kl = image_weight_odenet(setting, hyper=True, mean_field=True)(x, num_samples=3)
     assert logits.shape == (3, 2, 10) and (kl > 0).all()
     assert not torch.allclose(logits[0], logits[1])
-    logits, kl = image_odenet(replace(TABLE2["odenet"]["mnist"], **TINY), mean_field=True)(x[:, :1, :28, :28], 2)
+    logits, kl = image_weight_odenet(replace(TABLE2["odenet"]["mnist"], **TINY), hyper=False, mean_field=True)(
+        x[:, :1, :28, :28], 2
+    )
     assert logits.shape == (2, 2, 10) and (kl > 0).all()

@@ -253,33 +253,17 @@ def image_sdebnn(
     )  # fmt: skip
 
 
-def image_odenet(
-    setting: ImageSetting = TABLE2["odenet"]["mnist"],
+def image_weight_odenet(
+    setting: ImageSetting,
     *,
+    hyper: bool,
     mean_field: bool = False,
     prior_variance: float = 0.01,
     initial_log_std: float = -4.0,
 ) -> MultiScaleNetwork:
-    """ODEnet (SDE-BNN paper §5): constant weights w_0 in every block; `mean_field`: MFVI ODEnet (§5), q(w_0)
-    mean-field against N(0, prior_variance I)."""
-    return weight_ode_network(setting, False, mean_field, prior_variance, initial_log_std)
-
-
-def image_hyperodenet(
-    setting: ImageSetting = TABLE2["hyperodenet"]["mnist"],
-    *,
-    mean_field: bool = False,
-    prior_variance: float = 0.01,
-    initial_log_std: float = -4.0,
-) -> MultiScaleNetwork:
-    """HyperODEnet (SDE-BNN paper Tables 1, 2): dw/dt = NN_phi(w, t) with drift net `setting.drift_widths`, no noise;
-    `mean_field`: MFVI HyperODEnet (§5), q(w_0) q(phi) mean-field against N(0, prior_variance I)."""
-    return weight_ode_network(setting, True, mean_field, prior_variance, initial_log_std)
-
-
-def weight_ode_network(
-    setting: ImageSetting, hyper: bool, mean_field: bool, prior_variance: float, initial_log_std: float
-) -> MultiScaleNetwork:
+    """ODEnet (`hyper=False`; SDE-BNN paper §5): constant weights w_0 in every block; HyperODEnet (`hyper=True`;
+    Tables 1, 2): dw/dt = NN_phi(w, t) with drift net `setting.drift_widths`, no noise. `mean_field`: their MFVI
+    variants (§5), q(w_0) (and q(phi) for HyperODEnet) mean-field against N(0, prior_variance I)."""
     return multiscale(
         setting,
         lambda dynamics: WeightODEBlock(

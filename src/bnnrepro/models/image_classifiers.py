@@ -9,7 +9,7 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
-from bnnrepro.models.conv_dynamics import ImageSetting, image_hyperodenet, image_odenet, image_sdebnn
+from bnnrepro.models.conv_dynamics import ImageSetting, image_sdebnn, image_weight_odenet
 from bnnrepro.models.mean_field import SampledNetwork, to_mean_field
 from bnnrepro.models.resnet import ResNet, channels_first
 from bnnrepro.models.weight_sde_solver import SolverSettings
@@ -56,9 +56,8 @@ def image_network(cfg: DictConfig, dataset: str, num_classes: int) -> ChannelsFi
             w0_prior_variance=cfg.w0_prior_variance,
         )  # fmt: skip
     else:
-        build = image_hyperodenet if cfg.name in HYPERNETWORKS else image_odenet
-        network = build(
-            setting, mean_field=cfg.mean_field, prior_variance=cfg.prior_variance,
+        network = image_weight_odenet(
+            setting, hyper=cfg.name in HYPERNETWORKS, mean_field=cfg.mean_field, prior_variance=cfg.prior_variance,
             initial_log_std=cfg.initial_log_std,
         )  # fmt: skip
     return ChannelsFirst(network)
