@@ -3,8 +3,8 @@
 Shapes: `probs` [N, C] is one predictive distribution per input (for an ensemble or several posterior samples,
 the mean of the members' probabilities); `member_probs` [M, N, C] holds the M members' probabilities; `labels` [N].
 Definitions follow the SDE-BNN paper (Xu et al. 2022; ECE §5.2.1, CIFAR-10-C errors §5.2.2, gradient variance §4)
-and the repulsive-ensembles paper (D'Angelo & Fortuin 2021, §4 and Table 1: entropy, model disagreement, OOD AUROC
-and the OOD/test ratios).
+and the repulsive-ensembles paper (D'Angelo & Fortuin 2021, §4 and Table 1: entropy, model disagreement and OOD
+AUROC).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-
-from bnnrepro.inference.kernels import rbf_kernel
 
 SDE_BNN_ECE_BINS = 10
 """SDE-BNN paper §5.2.1: the bin count is not stated in the paper; the authors' code (bayeSDE) uses 10 equal-width
@@ -209,15 +207,3 @@ def gradient_standard_deviation(gradients: torch.Tensor) -> float:
     """
     _check_gradient_samples(gradients)
     return float(gradients.std(0, correction=1).mean())
-
-
-MMD_BANDWIDTH = 0.5
-"""h of the RBF kernel exp(-|x - y|^2 / h) of the MMD to the target: the authors' notebook tracks the MMD with its
-fixed `RBF(0.5)`, i.e. exp(-2 |x - y|^2) (repulsive_ensembles, `notebooks/WGD_synthetic.ipynb`; paper Fig. F.1)."""
-
-
-def maximum_mean_discrepancy(x: torch.Tensor, y: torch.Tensor, bandwidth: float = MMD_BANDWIDTH) -> float:
-    """MMD between the samples x [n, d] and y [m, d] under the RBF kernel: the square root of the biased
-    (V-statistic) estimate mean k(x, x') + mean k(y, y') - 2 mean k(x, y)."""
-    squared = rbf_kernel(x, x, bandwidth).mean() + rbf_kernel(y, y, bandwidth).mean()
-    return float((squared - 2 * rbf_kernel(x, y, bandwidth).mean()).clamp_min(0).sqrt())

@@ -133,8 +133,6 @@ def load_study(name: str) -> Study:
 
 
 def _check(study: Study, path: Path) -> None:
-    from bnnrepro.artifacts.registry import catalog
-
     for scale, grids in study.scales.items():
         for grid_name, values in grids.items():
             if grid_name not in study.grids:
@@ -156,10 +154,6 @@ def _check(study: Study, path: Path) -> None:
             except KeyError as err:
                 raise StudyError(f"{path}: {err.args[0]}") from None
     _check_overrides(study, path)
-    known = {a["id"] for a in catalog()["artifacts"]}
-    for artifact_id in study.artifacts:
-        if artifact_id not in known:
-            raise StudyError(f"{path}: unknown artifact {artifact_id!r} (ids are listed in artifacts/catalog.yaml)")
 
 
 def _check_overrides(study: Study, path: Path) -> None:

@@ -13,7 +13,7 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from bnnrepro import layout
-from bnnrepro.artifacts.registry import CATALOG, implementations
+from bnnrepro.artifacts.registry import CATALOG, catalog, implementations
 from bnnrepro.data.registry import data_path, dataset, downloads
 from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
 from bnnrepro.methods import METHOD_MODULES, config_method_name
@@ -52,10 +52,18 @@ RUNS = {run.folder: (study, run) for study in STUDIES.values() for run in study.
 
 
 def _implemented_artifacts():
+    """{stem: (study, implementation)} of the artifacts the enabled studies list; an id that is not in the catalog
+    or that no function draws stops the DAG build with a message naming it."""
+    known = {entry["id"] for entry in catalog()["artifacts"]}
     drawn = implementations()
     artifacts = {}
     for study in STUDIES.values():
         for artifact_id in study.artifacts:
+            if artifact_id not in known:
+                raise WorkflowError(
+                    f"config/studies/{study.name}.yaml: unknown artifact {artifact_id!r} "
+                    "(ids are listed in src/bnnrepro/artifacts/catalog.yaml)"
+                )
             if artifact_id not in drawn:
                 raise WorkflowError(
                     f"study {study.name!r} lists artifact {artifact_id!r}, but no function draws it: "

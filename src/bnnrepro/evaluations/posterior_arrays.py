@@ -11,9 +11,10 @@ from bnnrepro.data.classification_2d import input_grid
 from bnnrepro.data.spec import Splits
 from bnnrepro.evaluations.inputs import EvaluationInputs
 from bnnrepro.evaluations.predictive_samples import predictive_arrays
+from bnnrepro.inference.kernels import maximum_mean_discrepancy
 from bnnrepro.inference.posterior_targets import SamplingTarget
 from bnnrepro.methods.weight_samples import WeightSamples
-from bnnrepro.metrics import maximum_mean_discrepancy, predictive_entropy
+from bnnrepro.metrics import predictive_entropy
 
 EVALUATION = "posterior_arrays"
 

@@ -1,4 +1,5 @@
-"""The RBF kernel of the repulsive ensembles and its median-heuristic bandwidth (D'Angelo & Fortuin 2021, §3.4).
+"""The RBF kernel of the repulsive ensembles, its median-heuristic bandwidth (D'Angelo & Fortuin 2021, §3.4), and the
+maximum mean discrepancy under it (their Fig. F.1).
 
 k(x, y) = exp(-||x - y||^2 / h) on points stacked as rows ([n, d]: particles in weight space, or flattened function
 values pi_B(f) in function space). Gradients are in closed form, not autograd, and h is treated as a constant (no
@@ -71,3 +72,15 @@ def rbf_kernel_grad_sum(
     if kernel is None:
         kernel = rbf_kernel(x, y, bandwidth)
     return (2 / bandwidth) * (kernel @ y - kernel.sum(1, keepdim=True) * x)
+
+
+MMD_BANDWIDTH = 0.5
+"""h of the RBF kernel exp(-|x - y|^2 / h) of the MMD to the target: the authors' notebook tracks the MMD with its
+fixed `RBF(0.5)`, i.e. exp(-2 |x - y|^2) (repulsive_ensembles, `notebooks/WGD_synthetic.ipynb`; paper Fig. F.1)."""
+
+
+def maximum_mean_discrepancy(x: torch.Tensor, y: torch.Tensor, bandwidth: float = MMD_BANDWIDTH) -> float:
+    """MMD between the samples x [n, d] and y [m, d] under the RBF kernel: the square root of the biased
+    (V-statistic) estimate mean k(x, x') + mean k(y, y') - 2 mean k(x, y)."""
+    squared = rbf_kernel(x, x, bandwidth).mean() + rbf_kernel(y, y, bandwidth).mean()
+    return float((squared - 2 * rbf_kernel(x, y, bandwidth).mean()).clamp_min(0).sqrt())

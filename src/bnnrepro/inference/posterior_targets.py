@@ -30,6 +30,7 @@ from torch.nn.utils import parameters_to_vector
 
 from bnnrepro.data.sampling_targets import funnel_log_density, gaussian_log_density
 from bnnrepro.distributions import probabilities_log_likelihood
+from bnnrepro.inference.kernels import maximum_mean_discrepancy
 from bnnrepro.inference.repulsive import (
     LogLikelihood,
     PullBack,
@@ -40,7 +41,6 @@ from bnnrepro.inference.repulsive import (
     sample_prior_outputs,
     unflatten_parameters,
 )
-from bnnrepro.metrics import maximum_mean_discrepancy
 
 SAMPLING_DENSITIES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gaussian_target": gaussian_log_density,
