@@ -1,4 +1,5 @@
-"""Inference methods. Each Hydra `method` name maps to the module whose `build(cfg, spec)` builds it.
+"""Inference methods. Each Hydra `method` name maps to the module whose `build(cfg, spec)` builds it: the module
+that lists the name in its `METHODS` tuple.
 
 A method is an `nn.Module` with the hooks of `bnnrepro.methods.protocol.Method`, checked when it is built.
 Modules are imported only when their method runs, so a job loads nothing it does not use.
@@ -6,7 +7,9 @@ Modules are imported only when their method runs, so a job loads nothing it does
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 
 import yaml
 from omegaconf import DictConfig
@@ -15,25 +18,26 @@ from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods.protocol import Method, check_method
 from bnnrepro.paths import train_config_dir
 
-METHOD_MODULES = {
-    "udn": "bnnrepro.methods.depth_networks",
-    "finite": "bnnrepro.methods.depth_networks",
-    "dun": "bnnrepro.methods.depth_networks",
-    "sdebnn": "bnnrepro.methods.continuous_depth",
-    "odenet": "bnnrepro.methods.continuous_depth",
-    "hyperodenet": "bnnrepro.methods.continuous_depth",
-    "mfvi_odenet": "bnnrepro.methods.continuous_depth",
-    "mfvi_hyperodenet": "bnnrepro.methods.continuous_depth",
-    "resnet32": "bnnrepro.methods.continuous_depth",
-    "mfvi_resnet32": "bnnrepro.methods.continuous_depth",
-    "gp": "bnnrepro.methods.toy_baselines",
-    "deep_ensemble": "bnnrepro.methods.toy_baselines",
-    "mfvi": "bnnrepro.methods.toy_baselines",
-    "latent_sde": "bnnrepro.methods.latent_sde",
-    "repulsive_ensemble": "bnnrepro.methods.repulsive_ensembles",
-    "hmc": "bnnrepro.methods.hmc",
-    "laplace": "bnnrepro.methods.laplace",
-}
+
+def method_modules() -> dict[str, str]:
+    """{Hydra method name: module} from the `METHODS` tuple that each module of this package declares, read from
+    the source (`ast`), so that no method's module is imported before its method runs: a new method is its module
+    and its config file, with no list to edit here."""
+    modules: dict[str, str] = {}
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        module = f"{__name__}.{path.stem}"
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if any(isinstance(t, ast.Name) and t.id == "METHODS" for t in targets):
+                for name in ast.literal_eval(node.value):
+                    if name in modules:
+                        raise ValueError(f"method {name!r} is declared by both {modules[name]} and {module}")
+                    modules[name] = module
+    return modules
+
+
+METHOD_MODULES = method_modules()
+"""{Hydra method name: the module whose `build(cfg, spec)` builds it}."""
 
 
 # Families of Bayesian supervised learning methods and their properties (SDE-BNN paper, Table 5, App. C.5):

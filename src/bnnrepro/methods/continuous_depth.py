@@ -29,6 +29,10 @@ from bnnrepro.models.weight_sde import (
 )
 from bnnrepro.models.weight_sde_solver import SolverSettings, ZeroPaddedBrownian, brownian_motion
 
+METHODS = ("sdebnn", "odenet", "hyperodenet", "mfvi_odenet", "mfvi_hyperodenet", "resnet32", "mfvi_resnet32")
+"""The Hydra method names (config/train/method/*.yaml `name`) this module builds: the SDE-BNN and the models it is
+compared with (SDE-BNN paper Table 1)."""
+
 TRAJECTORY_TIMES = 51  # depths t in [0, 1] at which the hidden state is recorded
 
 

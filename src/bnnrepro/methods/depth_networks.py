@@ -29,6 +29,10 @@ from bnnrepro.models.unbounded_depth import (
 )
 from bnnrepro.optim import Adam
 
+METHODS = ("udn", "finite", "dun")
+"""The Hydra method names (config/train/method/*.yaml `name`) this module builds: the UDN and its finite-depth
+and DUN baselines (UDN paper §5)."""
+
 
 class DepthNetworkMethod(LossMinimiser):
     """A network over depths with its q(l), p(l) and N(0, weight_prior_variance) weight prior; trained on -ELBO / n."""

@@ -24,6 +24,9 @@ from bnnrepro.methods.protocol import finite_loss
 from bnnrepro.methods.weight_samples import WeightSamples, build_target
 from bnnrepro.optim import Adam
 
+METHODS = ("hmc",)
+"""The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+
 MIN_DRAWS = 4
 """Pyro's chain diagnostics (which count the divergent transitions) split each chain's draws into two halves of two."""
 

@@ -32,6 +32,9 @@ from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.posterior_networks import relu_mlp
 
+METHODS = ("laplace",)
+"""The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+
 SUBSETS_OF_WEIGHTS = ("last_layer",)
 """Which weights the posterior covers (laplace-torch's `subset_of_weights`): `predict` draws the last layer's."""
 HESSIAN_STRUCTURES = ("full",)

@@ -25,6 +25,9 @@ from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.latent_sde import LatentSDE
 from bnnrepro.models.weight_sde import DriftNet, negative_elbo
 
+METHODS = ("latent_sde",)
+"""The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+
 GRADIENT_CHUNK = 250  # gradient draws vectorised at once (bounds the memory of the per-draw backward passes)
 
 

@@ -36,6 +36,9 @@ from bnnrepro.methods.protocol import finite_loss
 from bnnrepro.methods.weight_samples import WeightSamples, build_target
 from bnnrepro.optim import Adam
 
+METHODS = ("repulsive_ensemble",)
+"""The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+
 WEIGHT_SPACE_RULES = ("de", "wgd", "svgd")
 FUNCTION_SPACE_RULES = ("fwgd", "fsvgd")
 

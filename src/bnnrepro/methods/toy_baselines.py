@@ -23,6 +23,10 @@ from bnnrepro.models.batched_mlp import batched_mlp, layer_sizes, uniform_linear
 from bnnrepro.models.weight_sde import ACTIVATIONS, negative_elbo
 from bnnrepro.optim import Adam
 
+METHODS = ("gp", "deep_ensemble", "mfvi")
+"""The Hydra method names (config/train/method/*.yaml `name`) this module builds: the toy-regression comparison
+models of SDE-BNN Fig. 10."""
+
 # Added to the diagonal of the GP's predictive covariance before its Cholesky factor is taken for sampling (a
 # dense grid makes it numerically singular); relative to the signal variance, i.e. 0.1% of the prior std.
 SAMPLING_JITTER = 1e-6
