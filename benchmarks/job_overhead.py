@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from bnnrepro.data.registry import generate_instance
+from bnnrepro.layout import RUN_METRICS
 
 COMPOSE = (
     "from bnnrepro.train import compose_config; "
@@ -49,7 +50,7 @@ def whole_job(repeats: int) -> float:
             command = [sys.executable, "-m", "bnnrepro.train", "method=udn", f"dataset.path='{data}'",
                        f"run_dir='{run_dir}'", "train.epochs=1"]  # fmt: skip
             elapsed = wall_time(command)
-            times.append(elapsed - json.loads((run_dir / "metrics.json").read_text())["train_seconds"])
+            times.append(elapsed - json.loads((run_dir / RUN_METRICS).read_text())["train_seconds"])
         return statistics.median(times[1:])
 
 

@@ -23,6 +23,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
 from bnnrepro.evaluations.declarations import declared_evaluations
 from bnnrepro.evaluations.ood_detection import EVALUATION
+from bnnrepro.layout import evaluation_file
 from bnnrepro.metrics import (
     REPULSIVE_ECE_BINS,
     accuracy,
@@ -117,7 +118,7 @@ def table1_note(scale: str) -> str:
     )
 
 
-@table("repulsive/table1", uses="runs", run_file=f"eval/{EVALUATION}.npz",
+@table("repulsive/table1", uses="runs", run_file=evaluation_file(EVALUATION),
        methods=tuple(f"{method}{network}" for network in NETWORKS for method in ROWS), note=table1_note)  # fmt: skip
 def image_classification(context: ArtifactContext) -> pd.DataFrame:
     """Table 1's seven columns per method and dataset, mean ± standard error over seeds (module docstring)."""

@@ -25,11 +25,12 @@ from bnnrepro.data.toy_regression import REPULSIVE_CLUSTERS
 from bnnrepro.distributions import normal_kl
 from bnnrepro.evaluations.posterior_arrays import EVALUATION as FIGURE_ARRAYS
 from bnnrepro.inference.posterior_targets import SAMPLING_DENSITIES
+from bnnrepro.layout import evaluation_file
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 
 STUDY = "repulsive_toy"
-RUN_FILE = f"eval/{FIGURE_ARRAYS}.npz"
+RUN_FILE = evaluation_file(FIGURE_ARRAYS)
 LABELS = {
     "de": "DE", "svgd": "SVGD", "kde_wgd": "kde-WGD", "sge_wgd": "sge-WGD", "ssge_wgd": "ssge-WGD",
     "fsvgd": "f-SVGD", "kde_fwgd": "kde-fWGD", "sge_fwgd": "sge-fWGD", "ssge_fwgd": "ssge-fWGD", "hmc": "HMC",

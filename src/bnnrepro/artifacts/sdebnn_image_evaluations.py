@@ -23,6 +23,7 @@ from bnnrepro.artifacts.registry import figure
 from bnnrepro.artifacts.sdebnn_images import MODEL_LABELS, STUDY, scale_note
 from bnnrepro.evaluations.declarations import declared_evaluations
 from bnnrepro.evaluations.image_classification import sweep_settings
+from bnnrepro.layout import evaluation_file
 from bnnrepro.metrics import corruption_errors
 from bnnrepro.models.weight_sde_solver import SolverSettings
 from bnnrepro.studies import load_study
@@ -40,7 +41,7 @@ TRAINING_COLOUR = "grey"  # SDE-BNN paper Fig. 6a: "Grey line is solver's traini
 
 def eval_file(evaluation: str) -> str:
     """The file rule `evaluate` makes in a run folder (bnnrepro.evaluations)."""
-    return f"eval/{evaluation}.npz"
+    return evaluation_file(evaluation)
 
 
 def _model(run_id: str) -> str:

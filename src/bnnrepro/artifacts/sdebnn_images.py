@@ -9,6 +9,7 @@ from omegaconf import OmegaConf
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
+from bnnrepro.layout import RUN_METRICS
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 
@@ -104,7 +105,7 @@ def table3_note(scale: str) -> str:
     )
 
 
-@table("sdebnn/table3", uses="runs", run_file="metrics.json", methods=W0_METHODS, note=table3_note)
+@table("sdebnn/table3", uses="runs", run_file=RUN_METRICS, methods=W0_METHODS, note=table3_note)
 def inferred_initial_weights(context: ArtifactContext) -> pd.DataFrame:
     """Accuracy (%) and ECE (x10^-2) at Table 3's epoch of SDE BNN (+ STL) with w_0 a point estimate and inferred
     (App. C.2); mean and std over seeds, for the prior variance selected on validation accuracy."""

@@ -12,6 +12,7 @@ from scipy.stats import gaussian_kde
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
+from bnnrepro.layout import evaluation_file
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 
@@ -51,7 +52,9 @@ def _runs(context: ArtifactContext, method: str) -> dict[str, dict[str, np.ndarr
     return runs
 
 
-@figure("sdebnn/fig3", uses="runs", run_file="eval/latent_paths.npz", methods=("latent_two_obs",), note=fig3_note)
+@figure(
+    "sdebnn/fig3", uses="runs", run_file=evaluation_file("latent_paths"), methods=("latent_two_obs",), note=fig3_note
+)
 def expressive_posterior(context: ArtifactContext) -> Figure:
     """Left: posterior sample paths z_t with the observations. Right: the joint of (z_t0, z_t1), scatter and
     Gaussian KDE, with the marginal histograms."""
@@ -87,7 +90,7 @@ def expressive_posterior(context: ArtifactContext) -> Figure:
     return fig
 
 
-@figure("sdebnn/fig4", uses="runs", run_file="eval/gradient_variance.npz", methods=("latent_gradvar",),
+@figure("sdebnn/fig4", uses="runs", run_file=evaluation_file("gradient_variance"), methods=("latent_gradvar",),
         note=fig4_note)  # fmt: skip
 def gradient_variance(context: ArtifactContext) -> Figure:
     """Variance of the gradient w.r.t. the drift net's parameters, averaged over the parameters, against training

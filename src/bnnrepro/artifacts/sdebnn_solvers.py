@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
 from bnnrepro.data.registry import parse_instance
+from bnnrepro.layout import RUN_METRICS
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 
@@ -208,7 +209,7 @@ def fig15_note(scale: str) -> str:
     )
 
 
-@figure("sdebnn/fig5", uses="runs", run_file="metrics.json", methods=METHODS, note=fig5_note)
+@figure("sdebnn/fig5", uses="runs", run_file=RUN_METRICS, methods=METHODS, note=fig5_note)
 def backprop_vs_adjoint(context: ArtifactContext) -> Figure:
     """Training loss and test accuracy per epoch, test accuracy against wall-clock time, and peak memory, for
     backprop through the Euler-Maruyama solver vs the stochastic adjoint of the same solve (SDE-BNN paper Fig. 5)."""
@@ -218,7 +219,7 @@ def backprop_vs_adjoint(context: ArtifactContext) -> Figure:
     return panels(frame, [LOSS_BY_EPOCH, ACCURACY_BY_EPOCH, ACCURACY_BY_TIME], bar, title)
 
 
-@figure("sdebnn/fig13", uses="runs", run_file="metrics.json", methods=METHODS, note=fig13_note)
+@figure("sdebnn/fig13", uses="runs", run_file=RUN_METRICS, methods=METHODS, note=fig13_note)
 def adjoint_time_efficiency(context: ArtifactContext) -> Figure:
     """Training loss and test accuracy against wall-clock time and the mean seconds per epoch of backprop vs the
     adjoint (SDE-BNN paper Fig. 13, App. C.8), with the measured and the published time ratios."""
@@ -233,7 +234,7 @@ def adjoint_time_efficiency(context: ArtifactContext) -> Figure:
     return panels(frame, [LOSS_BY_TIME, ACCURACY_BY_TIME], bar, title)
 
 
-@figure("sdebnn/fig14", uses="runs", run_file="metrics.json", methods=METHODS, note=fig14_note)
+@figure("sdebnn/fig14", uses="runs", run_file=RUN_METRICS, methods=METHODS, note=fig14_note)
 def solver_speed_vs_convergence(context: ArtifactContext) -> Figure:
     """Training loss and test accuracy against wall-clock time for each fixed step count (Euler-Maruyama,
     backprop) and for adaptive steps with the adjoint in both passes, and the drift evaluations per epoch
@@ -244,7 +245,7 @@ def solver_speed_vs_convergence(context: ArtifactContext) -> Figure:
     return panels(frame, [LOSS_BY_TIME, ACCURACY_BY_TIME], NFE_BAR, title)
 
 
-@figure("sdebnn/fig15", uses="runs", run_file="metrics.json", methods=METHODS, note=fig15_note)
+@figure("sdebnn/fig15", uses="runs", run_file=RUN_METRICS, methods=METHODS, note=fig15_note)
 def solver_order(context: ArtifactContext) -> Figure:
     """Training loss per epoch and against wall-clock time, test accuracy against wall-clock time, and drift
     evaluations per epoch, for Euler-Maruyama, Milstein and SRK at one step count and adaptive steps (Fig. 15)."""

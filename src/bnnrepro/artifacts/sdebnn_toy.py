@@ -13,13 +13,14 @@ from scipy.stats import gaussian_kde
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure, table
+from bnnrepro.layout import RUN_CONFIG, evaluation_file
 from bnnrepro.methods import METHOD_FAMILIES
 from bnnrepro.paths import train_config_dir
 
 PERCENTILES = (5, 25)  # shaded bands: 5-95 % and 25-75 % of the samples ("density percentiles")
 SAMPLE_LINES = 5  # function samples drawn as lines
 BAND_COLOUR = "tab:blue"
-TOY_PATHS = "eval/toy_paths.npz"  # made by bnnrepro.evaluations from each run's checkpoint
+TOY_PATHS = evaluation_file("toy_paths")  # made by bnnrepro.evaluations from each run's checkpoint
 
 
 def toy_note(scale: str) -> str:
@@ -190,7 +191,7 @@ HYPERPARAMETERS = {
 }
 
 
-@table("sdebnn/table2", uses="runs", run_file="config.yaml", methods=tuple(MODEL_NAMES), note=toy_note)
+@table("sdebnn/table2", uses="runs", run_file=RUN_CONFIG, methods=tuple(MODEL_NAMES), note=toy_note)
 def hyperparameters(context: ArtifactContext) -> pd.DataFrame:
     """Table 2 rendered from the resolved configs of the runs (config.yaml), so it cannot drift from them."""
     rows = {}
