@@ -1,12 +1,14 @@
 """The whole DAG at `smoke` scale in a temporary copy of the project, run as users run it.
 
 `dvc repro` (which runs Snakemake) builds reports/report.pdf with no network; right after, `snakemake -n` schedules
-nothing and a second `dvc repro` does nothing; a changed study config reruns only what it affects.
+nothing and a second `dvc repro` does nothing; a changed study config, code file or config/train file reruns only
+what it affects.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -139,6 +141,31 @@ def test_a_changed_study_config_reruns_only_what_depends_on_it(built: Path) -> N
     assert jobs["train"] == 2  # finite_4 at the two smoke omegas; nothing else retrains
     assert "generate_data" not in jobs
     assert jobs["aggregate"] == 1 and jobs["report"] == 1
+
+
+@pytest.mark.parametrize(
+    ("config_file", "retrained"),
+    [
+        ("config/train/method/finite.yaml", 4),  # the finite_3 runs of udn_spirals: 2 omegas x 2 learning rates
+        ("config/train/dataset/sdebnn_toy.yaml", 8),  # every run of sdebnn_toy (7 models and the Laplace row)
+        ("config/train/protocol/spirals_smoke.yaml", 10),  # every run of udn_spirals at smoke
+    ],
+)
+def test_an_edited_train_config_reruns_exactly_the_runs_that_compose_it(
+    built: Path, config_file: str, retrained: int
+) -> None:
+    """A method, dataset or protocol file of config/train is an input of the training jobs that compose it (and of
+    nothing else): editing it plans those runs again, and no other training job."""
+    path = built / config_file
+    original, stat = path.read_text(), path.stat()
+    path.write_text(original + "\n# an edit\n")
+    try:
+        jobs = scheduled_jobs(run(["snakemake", "-n"], built).stdout)
+    finally:
+        path.write_text(original)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert jobs["train"] == retrained
+    assert "generate_data" not in jobs
 
 
 def test_snakemake_html_report_builds(built: Path) -> None:

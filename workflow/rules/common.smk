@@ -21,6 +21,7 @@ from bnnrepro.paths import project_root
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import SCALES, StudyError, available_studies, load_study
+from bnnrepro.train_configs import composed_files
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -159,17 +160,26 @@ def prepared_datasets():
     return files
 
 
-def run_overrides(wildcards):
-    """Hydra overrides of one training job, shell-quoted."""
+def run_override_list(wildcards):
+    """Hydra overrides of one training job."""
     study, run = study_run(wildcards)
-    overrides = [
+    return [
         *study.overrides(run),
         f"scale={SCALE}",
         f"run_dir='{run.folder}'",
         f"device={config['device']}",
         f"threads={config['threads_per_job']}",
     ]
-    return " ".join(shlex.quote(o) for o in overrides)
+
+
+def run_overrides(wildcards):
+    """Hydra overrides of one training job, shell-quoted."""
+    return " ".join(shlex.quote(o) for o in run_override_list(wildcards))
+
+
+def train_configs(wildcards):
+    """The config/train files a training job composes: editing one reruns exactly the runs that read it."""
+    return composed_files(run_override_list(wildcards))
 
 
 def gpu_visible():

@@ -1,10 +1,12 @@
-# Training: one job per (study, method, dataset, hyperparameters, seed), in its own run folder.
+# Training: one job per (study, method, dataset, hyperparameters, seed), in its own run folder. Its inputs are the
+# data, the code it runs and the config/train files it composes, so that editing any of them reruns it.
 
 
 rule train:
     input:
         data=run_data,
         code=train_code,
+        configs=train_configs,
     output:
         metrics=layout.run_file(layout.RUN_METRICS),
         config=layout.run_file(layout.RUN_CONFIG),
