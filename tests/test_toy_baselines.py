@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from torch import nn
 from torch.distributions import Normal, kl_divergence
 
-from bnnrepro.data.spec import DataSpec
+from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.data.toy_regression import generate_sdebnn_toy
 from bnnrepro.evaluations import toy_paths
 from bnnrepro.evaluations.inputs import EvaluationInputs
@@ -150,6 +150,16 @@ def test_toy_paths_arrays(configs, toy):
     assert {"x_train", "y_train", "x_grid", "y_grid"} <= arrays.keys()
     with pytest.raises(KeyError):
         toy_paths.evaluation_arrays(method, "hidden_paths", toy, EvaluationInputs(untrained=method))
+
+
+def test_toy_paths_on_inputs_of_more_than_one_dimension_is_a_clear_error(configs, toy):
+    """The evaluation draws a grid of one input; a 2D dataset is refused before any drawing, with the fix."""
+    method = build(configs, toy, "mfvi")
+    two_d = Splits(
+        {key: np.repeat(value, 2, axis=1) if key.startswith("x_") else value for key, value in toy.arrays.items()}
+    )
+    with pytest.raises(ValueError, match=r"inputs have shape \(2,\): use it with a 1D toy dataset"):
+        toy_paths.evaluation_arrays(method, "toy_paths", two_d, EvaluationInputs(untrained=method))
 
 
 def test_classification_is_refused(configs):

@@ -48,6 +48,13 @@ def evaluation_arrays(method: nn.Module, name: str, splits: Splits, inputs: Eval
     function": the posterior starts as the prior); for ODEnet, which has no prior, it is the untrained network."""
     if name != EVALUATION:
         raise KeyError(f"unknown evaluation {name!r} for {__name__}; known: {EVALUATION}")
+    shape = splits.x("train").shape
+    if len(shape) != 2 or shape[1] != 1:
+        raise ValueError(
+            f"evaluation {EVALUATION!r} draws a 1D regression on a grid of one input, but the run's inputs have "
+            f"shape {tuple(shape[1:])}: use it with a 1D toy dataset (e.g. sdebnn_toy), or remove it from the figures "
+            "that request it for this dataset"
+        )
     if isinstance(method, ContinuousDepthMethod):
         return continuous_depth_arrays(method, splits, inputs.untrained_method())
     return predictive_arrays(method, splits, inputs.untrained_method())
