@@ -80,7 +80,7 @@ def test_the_rules_make_the_files_the_layout_names(project: Path) -> None:
         "fetch": layout.raw_download_folder("uci_yacht"),
         "prepare_download": layout.prepared_download_file("uci_yacht"),
         "standin": layout.prepared_download_file("uci_yacht", standin=True),
-        "generate_data": study_run.data_file,
+        "generate_data": study_run.data_file(),
         "train": study_run.file(layout.RUN_CHECKPOINT),
         "evaluate": study_run.file(layout.evaluation_file(EVALUATION)),
         "aggregate": layout.study_metrics_file("smoke", STUDY),

@@ -71,7 +71,7 @@ def test_study_grids_expand_to_one_run_per_point() -> None:
     assert len(default) == 5 * 4 * 2 + 3 * 4 * 1
     run = default[0]
     assert run.id == "udn/spirals/omega=2+lr=0.005/seed=0"
-    assert run.data_file == "results/data/spirals/omega=2+seed=0.npz"
+    assert run.data_file() == "results/data/spirals/omega=2+seed=0.npz"
     assert "method.depth=3" in study.overrides(next(r for r in default if r.method == "finite_3"))
 
 

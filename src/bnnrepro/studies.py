@@ -8,6 +8,7 @@ point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.lay
 from __future__ import annotations
 
 import itertools
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -16,10 +17,10 @@ import jsonschema
 import yaml
 
 from bnnrepro import layout
-from bnnrepro.data.registry import Download, data_path, dataset
+from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file
 from bnnrepro.paths import project_root, studies_dir
+from bnnrepro.train_configs import SCALES
 
-SCALES = ("smoke", "default", "paper")
 STUDY_SCHEMA = Path(__file__).parent / "study.schema.yaml"
 
 
@@ -55,12 +56,12 @@ class Run:
         """A file of the run's folder (a `layout.RUN_*` name or a `layout.evaluation_file`)."""
         return layout.run_file(name, self.scale, self.study, self.id)
 
-    @property
-    def data_file(self) -> str:
-        """A download's prepared file (its stand-in below the `paper` scale), or a generated instance."""
+    def data_file(self, real_data: Collection[str] | str = ()) -> str:
+        """A download's prepared file (its stand-in below the `paper` scale unless the workflow's `real_data` names
+        it: `registry.uses_real_data`), a packaged dataset's prepared file, or a generated instance."""
         entry = dataset(self.dataset)
-        if isinstance(entry, Download):
-            return entry.prepared_file(standin=self.scale != "paper")
+        if not isinstance(entry, GeneratedDataset):
+            return prepared_file(self.dataset, self.scale, real_data)
         keys = entry.data_keys
         values = {
             k.split(".", 1)[1]: v for k, v in self.hparams if k.startswith("dataset.") and k.split(".", 1)[1] in keys
@@ -91,15 +92,16 @@ class Study:
                 runs.setdefault(run.id, run)
         return list(runs.values())
 
-    def overrides(self, run: Run) -> list[str]:
-        """Hydra overrides of a run (besides scale, device and run folder, which the workflow adds)."""
+    def overrides(self, run: Run, real_data: Collection[str] | str = ()) -> list[str]:
+        """Hydra overrides of a run (besides scale, device and run folder, which the workflow adds); `real_data`:
+        the downloads read as real data below the `paper` scale (`registry.uses_real_data`)."""
         variant = self.method_variants[run.method]
         return [
             *(f"{k}={v}" for k, v in variant.items()),
             f"dataset={run.dataset}",
             *(f"{k}={v}" for k, v in run.hparams),
             f"seed={run.seed}",
-            f"dataset.path='{run.data_file}'",
+            f"dataset.path='{run.data_file(real_data)}'",
         ]
 
 

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import torch
 from hydra import compose, initialize_config_dir
+from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro.data.registry import is_standin, load_splits
+from bnnrepro.overrides import quote_path_values, quoting_hint
 from bnnrepro.device import peak_memory_mib, resolve_device
 from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method
@@ -34,8 +36,12 @@ log = logging.getLogger("bnnrepro.train")
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
+    """The run's config: config/train composed with `overrides`, path values quoted for Hydra (bnnrepro.overrides)."""
     with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3", job_name="train"):
-        return compose(config_name="config", overrides=overrides)
+        try:
+            return compose(config_name="config", overrides=quote_path_values(overrides))
+        except OverrideParseException as err:
+            raise OverrideParseException(err.override, quoting_hint(err, overrides)) from None
 
 
 @torch.no_grad()
@@ -76,7 +82,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
 
-    splits = load_splits(cfg.dataset)
+    splits = load_splits(cfg.dataset, seed=cfg.seed)
     data = {
         s: (
             torch.as_tensor(splits.x(s), device=device),

@@ -8,6 +8,7 @@ exactly the runs that compose it: the workflow makes them inputs of rule `train`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -15,6 +16,8 @@ import yaml
 from bnnrepro.paths import project_root, train_config_dir
 
 GROUPS = ("method", "dataset", "scale")
+SCALES = ("smoke", "default", "paper")
+"""The options of the scale group (config/train/scale/)."""
 """The groups of config/train/config.yaml's defaults list that every run selects an option of."""
 
 
@@ -35,18 +38,38 @@ def option_files(group: str, option: str) -> list[Path]:
     return [path, *(p for parent in parents if isinstance(parent, str) for p in option_files(group, parent))]
 
 
-def composed_files(overrides: list[str]) -> list[str]:
+def composed_files(overrides: list[str], groups: tuple[str, ...] = GROUPS) -> list[str]:
     """Project-relative paths of the config/train files that composing `overrides` (key=value Hydra overrides, e.g.
-    a workflow run's) reads: config.yaml, each group's option and its parents, and the protocol file if there is one."""
+    a workflow run's) reads: config.yaml, each group's option and its parents, and the protocol file if there is one.
+    With `groups`, only the option files of those groups."""
     options = default_options()
     for override in overrides:
         key, _, value = override.partition("=")
         if key in GROUPS:
             options[key] = value
-    files = [train_config_dir() / "config.yaml"]
-    for group in GROUPS:
+    files = [train_config_dir() / "config.yaml"] if groups == GROUPS else []
+    for group in groups:
         files += option_files(group, options[group])
-    protocol = train_config_dir() / "protocol" / f"{options['dataset']}_{options['scale']}.yaml"
-    if protocol.is_file():
+    protocol = protocol_file(options["dataset"], options["scale"])
+    if groups == GROUPS and protocol.is_file():
         files.append(protocol)
     return [str(path.relative_to(project_root())) for path in dict.fromkeys(files)]
+
+
+def protocol_file(dataset: str, scale: str) -> Path:
+    """config/train/protocol/<dataset>_<scale>.yaml: a dataset's epochs, evaluation cadence and model selection."""
+    return train_config_dir() / "protocol" / f"{dataset}_{scale}.yaml"
+
+
+def check_protocol_files(runs: Iterable, scale: str) -> None:
+    """Raise FileNotFoundError naming the protocol files to add when a dataset the `runs` train on has none at
+    `scale` (config.yaml's train/optim defaults would train it 100 epochs and select by val_accuracy, which a
+    regression dataset does not record; an explicit protocol says how long and by what metric)."""
+    missing = sorted({run.dataset for run in runs if not protocol_file(run.dataset, scale).is_file()})
+    if missing:
+        files = [str(protocol_file(name, s).relative_to(project_root())) for name in missing for s in SCALES]
+        raise FileNotFoundError(
+            f"dataset(s) {', '.join(missing)} have no protocol file at scale {scale!r}: add {', '.join(files)} "
+            "(each sets train.epochs, batch_size, eval_every, checkpoint_every and select_by; see "
+            "config/train/protocol/spirals_smoke.yaml)"
+        )

@@ -1,4 +1,5 @@
 # Helpers of the workflow: config validation, the runs of each study, and input functions.
+import dataclasses
 import inspect
 import json
 import os
@@ -14,19 +15,36 @@ from snakemake.utils import validate
 
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import CATALOG, catalog, implementations
-from bnnrepro.data.registry import data_path, dataset, downloads
+from bnnrepro.data.registry import (
+    RegistryError,
+    check_real_data,
+    check_references,
+    data_path,
+    dataset,
+    downloads,
+    packaged,
+    prepared_file,
+)
 from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import SCALES, StudyError, available_studies, load_study
-from bnnrepro.train_configs import composed_files
+from bnnrepro.train_configs import check_protocol_files, composed_files
 
 validate(config, schema="../schemas/config.schema.yaml")
 
 SCALE = config["scale"]
 SCALE_NAMES = "|".join(SCALES)
+REAL_DATA = config["real_data"]
+
+# config/datasets.yaml against its schema, its function references, and config 'real_data', before any job runs.
+try:
+    check_references()
+    check_real_data(REAL_DATA)
+except RegistryError as err:
+    raise WorkflowError(str(err)) from None
 TIMESTAMPS = layout.timestamps_file(SCALE)
 
 # Results checked out by `dvc pull`/`dvc checkout` carry new, shuffled modification times; put back the
@@ -44,12 +62,16 @@ def _load_studies():
         )
     try:
         return {name: load_study(name) for name in config["studies"]}
-    except StudyError as err:
+    except (StudyError, RegistryError) as err:
         raise WorkflowError(str(err)) from None
 
 
 STUDIES = _load_studies()
 RUNS = {run.folder: (study, run) for study in STUDIES.values() for run in study.runs(SCALE)}
+try:
+    check_protocol_files([run for _, run in RUNS.values()], SCALE)
+except FileNotFoundError as err:
+    raise WorkflowError(str(err)) from None
 
 
 def _implemented_artifacts():
@@ -88,7 +110,7 @@ def study_run(wildcards):
 
 
 def run_data(wildcards):
-    return study_run(wildcards)[1].data_file
+    return study_run(wildcards)[1].data_file(REAL_DATA)
 
 
 def train_code(wildcards):
@@ -112,12 +134,12 @@ def evaluation_code(wildcards):
 def evaluation_data(wildcards):
     """The prepared files of the datasets an evaluation reads besides its run's (config/evaluations.yaml `data`):
     a download's offline stand-in below the `paper` scale, the real data at `paper`."""
-    return list(extra_data_files(wildcards.evaluation, wildcards.scale).values())
+    return list(extra_data_files(wildcards.evaluation, wildcards.scale, REAL_DATA).values())
 
 
 def evaluation_data_arguments(wildcards):
     """`--data DATASET=FILE` for each of those datasets, shell-quoted."""
-    files = extra_data_files(wildcards.evaluation, wildcards.scale)
+    files = extra_data_files(wildcards.evaluation, wildcards.scale, REAL_DATA)
     return " ".join(f"--data {shlex.quote(f'{name}={path}')}" for name, path in files.items())
 
 
@@ -126,11 +148,28 @@ def data_code(wildcards):
     return source_files("bnnrepro.data.__main__", generator_module)
 
 
+def data_configs(wildcards):
+    """The Hydra dataset option (and the files it extends) whose values a generated instance takes by default, if the
+    dataset has one (a dataset no training run reads, e.g. Lorenz before its study, may have none)."""
+    if not (project_root() / "config/train/dataset" / f"{wildcards.dataset}.yaml").is_file():
+        return []
+    return composed_files([f"dataset={wildcards.dataset}"], groups=("dataset",))
+
+
+def registry_entry(wildcards):
+    """A dataset's registry entry as JSON (and, for a packaged dataset, the version of the package that ships it):
+    a changed entry (generator, source, options) or package remakes its data."""
+    entry = dataset(getattr(wildcards, "dataset", None) or wildcards.download)
+    version = {"package": entry.package_version()} if hasattr(entry, "package_version") else {}
+    return json.dumps({**dataclasses.asdict(entry), **version}, sort_keys=True)
+
+
 DOWNLOAD_NAMES = "|".join(entry.name for entry in downloads())
+PACKAGED_NAMES = "|".join(entry.name for entry in packaged()) or "^$"
 
 
 def download_code(step):
-    """Source files of a download's `prepare` or `standin` step."""
+    """Source files of a download's or packaged dataset's `prepare`, `standin` or `source` step."""
 
     def code(wildcards):
         step_module = getattr(dataset(wildcards.download), step).split(":")[0]
@@ -146,17 +185,18 @@ def data_mirror():
 
 def prepared_datasets():
     """The datasets of config 'datasets', ready for their loaders: a download's real data at the `paper`
-    scale and its stand-in below it; a generated dataset's instance with the paper's values and seed 0."""
+    scale (or where config 'real_data' names it) and its stand-in below it; a packaged dataset's data; a generated
+    dataset's instance with the paper's values and seed 0."""
     files = []
     for name in config["datasets"]:
         try:
             entry = dataset(name)
         except KeyError as err:
             raise WorkflowError(f"config 'datasets': {err.args[0]}") from None
-        if name in DOWNLOAD_NAMES.split("|"):
-            files.append(entry.prepared_file(standin=SCALE != "paper"))
-        else:
+        if hasattr(entry, "generator"):
             files.append(data_path(name, {}, 0))
+        else:
+            files.append(prepared_file(name, SCALE, REAL_DATA))
     return files
 
 
@@ -164,7 +204,7 @@ def run_override_list(wildcards):
     """Hydra overrides of one training job."""
     study, run = study_run(wildcards)
     return [
-        *study.overrides(run),
+        *study.overrides(run, REAL_DATA),
         f"scale={SCALE}",
         f"run_dir='{run.folder}'",
         f"device={config['device']}",
@@ -258,7 +298,7 @@ def result_files():
     return sorted(
         {
             *prepared_datasets(),
-            *(run.data_file for run in runs),
+            *(run.data_file(REAL_DATA) for run in runs),
             *(run.file(name) for run in runs for name in layout.TRAINING_OUTPUTS.values()),
             *(layout.study_metrics_file(SCALE, study) for study in STUDIES),
             *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files(SCALE)),
@@ -276,7 +316,7 @@ def result_files():
 def evaluation_extra_data():
     """The extra datasets (config/evaluations.yaml `data`) of the evaluations that artifacts draw from."""
     names = {layout.evaluation_name(impl.run_file) for _, impl in ARTIFACTS.values() if impl.uses == "runs"}
-    return [f for name in names if name is not None for f in extra_data_files(name, SCALE).values()]
+    return [f for name in names if name is not None for f in extra_data_files(name, SCALE, REAL_DATA).values()]
 
 
 def artifact_stems(kind):

@@ -5,6 +5,7 @@
 rule generate_data:
     input:
         code=data_code,
+        configs=data_configs,
     output:
         layout.generated_data_file(),
     log:
@@ -14,6 +15,8 @@ rule generate_data:
         instance="[^/]+",
     conda:
         "../../environment.yml"
+    params:
+        entry=registry_entry,
     shell:
         "python -m bnnrepro.data generate {wildcards.dataset} '{wildcards.instance}' {output} > {log} 2>&1"
 
@@ -47,8 +50,28 @@ rule prepare_download:
         download=DOWNLOAD_NAMES,
     conda:
         "../../environment.yml"
+    params:
+        entry=registry_entry,
     shell:
         "python -m bnnrepro.data prepare {wildcards.download} {input.raw} {output} > {log} 2>&1"
+
+
+# A dataset an installed package ships (config/datasets.yaml `packaged`): its arrays, written once for the loader.
+rule prepare_packaged:
+    input:
+        code=download_code("source"),
+    output:
+        layout.prepared_download_file(),
+    log:
+        layout.log_file("data", "prepare_{download}"),
+    wildcard_constraints:
+        download=PACKAGED_NAMES,
+    conda:
+        "../../environment.yml"
+    params:
+        entry=registry_entry,
+    shell:
+        "python -m bnnrepro.data package {wildcards.download} {output} > {log} 2>&1"
 
 
 rule standin:

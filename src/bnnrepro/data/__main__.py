@@ -4,6 +4,7 @@ python -m bnnrepro.data generate DATASET INSTANCE OUT   one instance of a synthe
 python -m bnnrepro.data fetch DATASET OUT               download and verify (DVC stage data/dvc.yaml:fetch@DATASET)
 python -m bnnrepro.data prepare DATASET RAW OUT         convert the raw download for its loader
 python -m bnnrepro.data standin DATASET OUT             the offline stand-in of a download
+python -m bnnrepro.data package DATASET OUT             the arrays of a dataset an installed package ships
 """
 
 import argparse
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from bnnrepro.data.fetch import MIRROR_VARIABLE, DownloadError, fetch
 from bnnrepro.data.registry import dataset, generate_instance, resolve
+from bnnrepro.data.tabular import prepare_packaged
 
 
 def main() -> None:
@@ -32,6 +34,9 @@ def main() -> None:
     stand = sub.add_parser("standin", help="write the offline stand-in of a download")
     stand.add_argument("dataset")
     stand.add_argument("out", type=Path)
+    pack = sub.add_parser("package", help="write the arrays of a dataset an installed package ships")
+    pack.add_argument("dataset")
+    pack.add_argument("out", type=Path)
     args = parser.parse_args()
 
     if args.command == "generate":
@@ -42,7 +47,10 @@ def main() -> None:
         except DownloadError as err:
             sys.exit(f"error: {err}")
     elif args.command == "prepare":
-        resolve(dataset(args.dataset).prepare)(args.raw, args.out)
+        entry = dataset(args.dataset)
+        resolve(entry.prepare)(args.raw, args.out, **entry.options)
+    elif args.command == "package":
+        prepare_packaged(dataset(args.dataset), args.out)
     else:
         entry = dataset(args.dataset)
         resolve(entry.standin)(entry, args.out)

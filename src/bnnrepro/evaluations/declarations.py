@@ -3,14 +3,14 @@ datasets it reads besides its run's, the device it computes on and its settings 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 import yaml
 
-from bnnrepro.data.registry import dataset
+from bnnrepro.data.registry import prepared_file
 from bnnrepro.paths import project_root
 
 DEVICES = ("cpu", "run")
@@ -58,10 +58,10 @@ def declared_evaluation(name: str) -> DeclaredEvaluation:
     return declared[name]
 
 
-def extra_data_files(name: str, scale: str) -> dict[str, str]:
-    """{dataset: prepared file} of the datasets evaluation `name` reads besides its run's: a download's offline
-    stand-in below the `paper` scale and the real data at `paper`, as for the training runs' own datasets (none for
-    a name that is no evaluation, e.g. a run's metrics.json)."""
+def extra_data_files(name: str, scale: str, real_data: Collection[str] | str = ()) -> dict[str, str]:
+    """{dataset: prepared file} of the datasets evaluation `name` reads besides its run's, chosen as for the training
+    runs' own datasets (`registry.prepared_file`: the offline stand-in below the `paper` scale unless `real_data`
+    names the download); none for a name that is no evaluation, e.g. a run's metrics.json."""
     declared = declared_evaluations().get(name)
     names = declared.data if declared else ()
-    return {data: dataset(data).prepared_file(standin=scale != "paper") for data in names}
+    return {data: prepared_file(data, scale, real_data) for data in names}
