@@ -30,8 +30,8 @@ def spiral_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def train_command(data: Path, run_dir: Path, *overrides: str) -> list[str]:
     return [
-        sys.executable, "-m", "bnnrepro.train", "method=udn", f"dataset.path='{data}'", f"run_dir='{run_dir}'",
-        "scale=smoke", *overrides,
+        sys.executable, "-m", "bnnrepro.train", "method=udn", "dataset.omega=6", f"dataset.path='{data}'",
+        f"run_dir='{run_dir}'", "scale=smoke", *overrides,
     ]  # fmt: skip
 
 

@@ -23,12 +23,12 @@ from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro.data.registry import is_standin, load_splits
-from bnnrepro.overrides import quote_path_values, quoting_hint
 from bnnrepro.device import peak_memory_mib, resolve_device
 from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method
 from bnnrepro.metrics import accuracy, expected_calibration_error, negative_log_likelihood
 from bnnrepro.optim import Adam
+from bnnrepro.overrides import quote_path_values, quoting_hint
 from bnnrepro.paths import train_config_dir
 from bnnrepro.runs import RunFolder, config_digest
 
@@ -82,7 +82,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
 
-    splits = load_splits(cfg.dataset, seed=cfg.seed)
+    splits = load_splits(cfg.dataset)
     data = {
         s: (
             torch.as_tensor(splits.x(s), device=device),

@@ -261,10 +261,10 @@ def check_real_data(real_data: Collection[str] | str) -> None:
         )
 
 
-def load_splits(config: Mapping, seed: int | None = None) -> Splits:
+def load_splits(config: Mapping) -> Splits:
     """The splits a training job reads: a download or packaged dataset through its registry loader (which applies
     the split and preprocessing of the Hydra dataset config), a generated dataset as written, after checking that
-    it was made with the config's data keys and `seed`; with `max_examples` ({split: n}, the small scales'
+    it was made with the config's data keys (`check_generated_with`); with `max_examples` ({split: n}, the small scales'
     subsets), the first n examples of each split named."""
     entry = dataset(config["name"])
     path = Path(config["path"])
@@ -275,7 +275,7 @@ def load_splits(config: Mapping, seed: int | None = None) -> Splits:
         )
     if isinstance(entry, GeneratedDataset):
         splits = Splits.load(path)
-        check_generated_with(entry, splits, config, seed, path)
+        check_generated_with(entry, splits, config, path)
     else:
         splits = resolve(entry.loader)(path, config)
     arrays = {k: v for k, v in splits.arrays.items() if k != GENERATED_WITH}
@@ -285,22 +285,18 @@ def load_splits(config: Mapping, seed: int | None = None) -> Splits:
     return Splits(arrays)
 
 
-def check_generated_with(
-    entry: GeneratedDataset, splits: Splits, config: Mapping, seed: int | None, path: Path
-) -> None:
-    """Raise RegistryError unless the instance at `path` was generated with the data keys' values of `config` (and
-    `seed`): a run's recorded config must be the config it ran with."""
+def check_generated_with(entry: GeneratedDataset, splits: Splits, config: Mapping, path: Path) -> None:
+    """Raise RegistryError unless the instance at `path` was generated with the data keys' values of `config`: a
+    run's recorded config must be the config it ran with. (The instance's seed is recorded too, but not checked: a
+    run may train with other seeds on one data set.)"""
     if GENERATED_WITH not in splits.arrays:
         raise RegistryError(f"{path} does not record the values it was generated with; delete it and rerun")
     recorded = json.loads(str(splits.arrays[GENERATED_WITH]))
     wanted = {key: config[key] for key in entry.data_keys if key in config}
-    if seed is not None:
-        wanted["seed"] = seed
     differ = {key: (value, recorded.get(key)) for key, value in wanted.items() if not _same(value, recorded.get(key))}
     if differ:
-        given = ", ".join(f"{key}={ours} (file: {theirs})" for key, (ours, theirs) in differ.items())
-        asked = {key: value for key, value in wanted.items() if key in differ and key != "seed"}
-        instance = data_path(entry.name, asked, wanted.get("seed", recorded["seed"]))
+        given = ", ".join(f"dataset.{key}={ours} (the file's: {theirs})" for key, (ours, theirs) in differ.items())
+        instance = data_path(entry.name, {key: wanted[key] for key in differ}, recorded["seed"])
         raise RegistryError(
             f"dataset {entry.name!r}: the run asks for {given}, but {path} was generated with other values, so the "
             "run would train on data its config.yaml does not describe. Generate the instance it asks for "
