@@ -62,6 +62,35 @@ def test_a_mistyped_scale_section_in_a_study_is_named(project: Path) -> None:
     assert "'defualt' was unexpected" in dry_run_error(project, "scale=smoke")
 
 
+def edit_registry(project: Path, edit) -> None:
+    path = project / "config/datasets.yaml"
+    registry = yaml.safe_load(path.read_text())
+    edit(registry)
+    path.write_text(yaml.safe_dump(registry))
+
+
+def test_a_misspelt_registry_field_is_named_before_any_job(project: Path) -> None:
+    edit_registry(project, lambda r: r["generated"]["spirals"].update({"data_key": ["omega"]}))
+    message = dry_run_error(project, "scale=smoke")
+    assert "generated.spirals: unknown field(s) 'data_key'; valid fields: title, generator, data_keys" in message
+
+
+def test_a_registry_function_that_does_not_resolve_fails_before_any_job(project: Path) -> None:
+    edit_registry(project, lambda r: r["downloads"]["mnist"].update({"loader": "bnnrepro.data.images:lod"}))
+    message = dry_run_error(project, "scale=smoke")
+    assert "mnist.loader = bnnrepro.data.images:lod: module 'bnnrepro.data.images'" in message
+
+
+def test_a_dataset_without_protocol_files_is_named_with_the_files_to_add(project: Path) -> None:
+    (project / "config/train/protocol/spirals_smoke.yaml").unlink()
+    message = dry_run_error(project, "scale=smoke")
+    assert "spirals have no protocol file at scale 'smoke': add config/train/protocol/spirals_smoke.yaml" in message
+
+
+def test_an_unknown_real_data_name_is_named(project: Path) -> None:
+    assert "'mnsit' is no download" in dry_run_error(project, "scale=smoke", "real_data=[mnsit]")
+
+
 def test_study_grids_expand_to_one_run_per_point() -> None:
     study = load_study("udn_spirals")
     paper = study.runs("paper")
