@@ -14,6 +14,7 @@ returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/
     results/<scale>/report_manifest.json        what the report shows, with provenance
     results/<scale>/timestamps.json             the results' recorded time order (bnnrepro.result_timestamps)
     reports/figures/<stem>.{pdf,png}, reports/tables/<stem>.{csv,md,tex}, reports/report.{pdf,typ}
+        (a study of your own: its table reports/tables/study_<study>.{csv,md,tex})
     logs/<step>/...                             one log per job
 """
 
@@ -157,6 +158,11 @@ def artifact_file(output: str, extension: str, stem: str = "{stem}") -> str:
     if extension not in ARTIFACT_FORMATS[output]:
         raise ValueError(f"a {output} is written as {', '.join(ARTIFACT_FORMATS[output])}, not {extension!r}")
     return f"{ARTIFACT_FOLDERS[output]}/{stem}.{extension}"
+
+
+def study_summary_stem(study: str = "{study}") -> str:
+    """The table stem of a study of your own (its test metrics, bnnrepro.report.study_summary)."""
+    return f"study_{study}"
 
 
 def artifact_files(output: str, stem: str = "{stem}") -> dict[str, str]:

@@ -69,6 +69,10 @@ class Run:
         return data_path(self.dataset, values, self.seed)
 
 
+OWN = "own"
+"""The `paper` of a study of your own: it belongs to none of the five works and gets a report section of its own."""
+
+
 @dataclass(frozen=True)
 class Study:
     name: str
@@ -78,6 +82,10 @@ class Study:
     grids: dict
     scales: dict
     method_variants: dict
+
+    @property
+    def is_own(self) -> bool:
+        return self.paper == OWN
 
     def runs(self, scale: str) -> list[Run]:
         """Every run of the study at `scale`, without duplicates, in grid order."""
@@ -125,7 +133,7 @@ def load_study(name: str) -> Study:
         name,
         raw["paper"],
         raw.get("description", ""),
-        tuple(raw["artifacts"]),
+        tuple(raw.get("artifacts", [])),
         raw["grids"],
         raw.get("scales", {}),
         raw["method_variants"],

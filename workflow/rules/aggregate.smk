@@ -20,3 +20,28 @@ rule aggregate:
         "../../environment.yml"
     shell:
         "python -m bnnrepro.aggregate {wildcards.study} {wildcards.scale} {output} > {log} 2>&1"
+
+
+# A study of your own (`paper: own`): a table of its test metrics, mean and standard error over seeds.
+rule study_summary:
+    input:
+        metrics=layout.study_metrics_file(SCALE),
+        code=source_files("bnnrepro.report.study_summary"),
+    output:
+        csv=report(
+            layout.artifact_file("table", "csv", layout.study_summary_stem()),
+            caption="../report/metrics.rst",
+            category="Studies of your own",
+            labels={"study": "{study}"},
+        ),
+        md=layout.artifact_file("table", "md", layout.study_summary_stem()),
+        tex=layout.artifact_file("table", "tex", layout.study_summary_stem()),
+    log:
+        layout.log_file("aggregate", f"{SCALE}/{{study}}_summary"),
+    wildcard_constraints:
+        study=OWN_STUDY_NAMES,
+    conda:
+        "../../environment.yml"
+    shell:
+        "python -m bnnrepro.report.study_summary {wildcards.study} {input.metrics} "
+        "--outputs {output.csv} {output.md} {output.tex} > {log} 2>&1"

@@ -67,6 +67,7 @@ def _load_studies():
 
 
 STUDIES = _load_studies()
+OWN_STUDY_NAMES = "|".join(name for name, study in STUDIES.items() if study.is_own) or "^$"
 RUNS = {run.folder: (study, run) for study in STUDIES.values() for run in study.runs(SCALE)}
 try:
     check_protocol_files([run for _, run in RUNS.values()], SCALE)
@@ -306,6 +307,11 @@ def result_files():
             *evaluation_extra_data(),
             *artifact_files("figure"),
             *artifact_files("table"),
+            *(
+                path
+                for table in own_study_tables()
+                for path in layout.artifact_files("table", Path(table).stem).values()
+            ),
             layout.report_manifest_file(SCALE),
             layout.REPORT_PDF,
             layout.REPORT_TYPST,
@@ -317,6 +323,15 @@ def evaluation_extra_data():
     """The extra datasets (config/evaluations.yaml `data`) of the evaluations that artifacts draw from."""
     names = {layout.evaluation_name(impl.run_file) for _, impl in ARTIFACTS.values() if impl.uses == "runs"}
     return [f for name in names if name is not None for f in extra_data_files(name, SCALE, REAL_DATA).values()]
+
+
+def own_study_tables():
+    """The results table (CSV) of each enabled study of your own (`paper: own`)."""
+    return [
+        layout.artifact_file("table", "csv", layout.study_summary_stem(name))
+        for name, study in STUDIES.items()
+        if study.is_own
+    ]
 
 
 def artifact_stems(kind):

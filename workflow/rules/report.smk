@@ -5,6 +5,7 @@ rule report_manifest:
     input:
         figures=artifact_files("figure"),
         tables=artifact_files("table"),
+        own_study_tables=own_study_tables(),
         code=report_code("bnnrepro.report.manifest"),
         draw_functions=draw_function_files(),
     output:

@@ -6,6 +6,7 @@ within the published error (|ours - published| <= published error).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -22,6 +23,11 @@ TABLE_COLUMNS = [
     "row", "column", "ours", "ours_error", "n_runs", "published", "published_error",
     "difference", "within_published_error", "standin",
 ]  # fmt: skip
+
+
+def standard_error(values: pd.Series) -> float:
+    """std / sqrt(n) of the seeds' values; NaN for one seed."""
+    return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.nan
 
 
 def save_figure(fig: Figure, pdf: Path, png: Path) -> None:

@@ -21,6 +21,7 @@ import yaml
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
+from bnnrepro.artifacts.render import standard_error
 from bnnrepro.evaluations.declarations import declared_evaluations
 from bnnrepro.evaluations.ood_detection import EVALUATION
 from bnnrepro.layout import evaluation_file
@@ -58,11 +59,6 @@ def run_metrics(arrays: dict[str, np.ndarray]) -> dict[str, float]:
         "NLL": negative_log_likelihood(probs, labels),
     }
     return metrics | {key: float(values.mean()) for key, values in scores.items()}
-
-
-def standard_error(values: pd.Series) -> float:
-    """std / sqrt(n) of the seeds' values; NaN for one seed."""
-    return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.nan
 
 
 def ratio_of_means(numerators: pd.Series, denominators: pd.Series) -> tuple[float, float]:

@@ -1,4 +1,5 @@
-"""The report's manifest: every catalog artifact with its status, files, notes and provenance.
+"""The report's manifest: every catalog artifact with its status, files, notes and provenance, and the results
+table of each study of your own (`paper: own`).
 
 `python -m bnnrepro.report.manifest --config JSON --out results/<scale>/report_manifest.json`
 
@@ -73,10 +74,13 @@ def uses_standin(metrics_file: Path) -> bool:
 def build_manifest(config: dict) -> dict:
     scale, root = config["scale"], project_root()
     drawn, commit = implementations(), code_commit(root)
-    reproduced = {}
+    reproduced, own_studies = {}, []
     for name in config["studies"]:
         study = load_study(name)
         standin = uses_standin(root / layout.study_metrics_file(scale, name))
+        if study.is_own:
+            table = layout.artifact_files("table", layout.study_summary_stem(name))
+            own_studies.append({"study": name, "description": study.description, "standin": standin, "files": table})
         for artifact_id in study.artifacts:
             reproduced[artifact_id] = (study, drawn[artifact_id], standin)
     artifacts = []
@@ -104,7 +108,7 @@ def build_manifest(config: dict) -> dict:
     }
     return {
         "root": str(root), "title": "bnnrepro: reproduction report", "provenance": provenance,
-        "papers": catalog()["papers"], "artifacts": artifacts,
+        "papers": catalog()["papers"], "artifacts": artifacts, "own_studies": own_studies,
     }  # fmt: skip
 
 

@@ -292,6 +292,28 @@ def render_paper(paper: dict, artifacts: list[dict], root: Path) -> str:
     )
 
 
+def render_own_studies(studies: list[dict], root: Path) -> str:
+    """A section for the studies of your own, each with its description and its table of test metrics ('' when
+    there are none)."""
+    if not studies:
+        return ""
+    entries = []
+    for study in studies:
+        csv = root / study["files"]["csv"]
+        if not csv.is_file():
+            raise FileNotFoundError(f"study {study['study']}: missing table {csv}")
+        entries.append(
+            f"#heading(level: 2, raw({typst_str(study['study'])}))\n"
+            + (f"#par({typst_str(study['description'])})\n" if study.get("description") else "")
+            + f"#block({table_from_csv(csv)})\n"
+        )
+    intro = (
+        "Studies outside the five works (paper: own in their study file): the test metrics at each run's selected "
+        "evaluation, mean ± standard error over seeds (n runs)."
+    )
+    return '#heading(level: 1, "Studies of your own")\n' + f"#par({typst_str(intro)})\n" + "".join(entries)
+
+
 def render_typst(manifest: dict, root: Path) -> str:
     """The whole report as Typst source; figure and table files are looked up under `root`."""
     groups = _grouped(manifest)
@@ -302,8 +324,9 @@ def render_typst(manifest: dict, root: Path) -> str:
         f'#align(center, text(size: 18pt, weight: "bold", {title}))\n'
     )
     papers = [render_paper(manifest["papers"][key], artifacts, root) for key, artifacts in groups.items()]
+    own = render_own_studies(manifest.get("own_studies", []), root)
     return "\n".join(
-        [header, render_provenance(manifest.get("provenance", {})), render_progress(manifest, groups)] + papers
+        [header, render_provenance(manifest.get("provenance", {})), render_progress(manifest, groups), *papers, own]
     )
 
 

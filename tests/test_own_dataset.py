@@ -1,0 +1,98 @@
+"""The README's "Bring your own dataset" walk-through, as a user follows it: its file blocks applied to a copy of the
+project, the study run through Snakemake at smoke scale, and its table found in the report."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bnnrepro.artifacts.render import save_table
+from bnnrepro.report.study_summary import study_summary
+from bnnrepro.report.typst_report import render_own_studies
+from tests.conftest import ROOT, copy_project, run
+
+SECTION = "## Bring your own dataset"
+
+
+def walkthrough_blocks(readme: str) -> list[tuple[str, str, str]]:
+    """(action, path, text) of each YAML block of the section: `# file: PATH` writes PATH, `# append to: PATH`
+    appends to it."""
+    section = readme.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```yaml\n# (file|append to): (\S+)\n(.*?)```", section, flags=re.S)
+    assert blocks, f"no file blocks in the README's {SECTION!r} section"
+    return blocks
+
+
+def walkthrough_command(readme: str) -> list[str]:
+    section = readme.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    command = re.search(r"```bash\n(snakemake .*?)\n```", section).group(1)
+    return [part.strip("'") for part in command.split()]
+
+
+def count_lines(blocks: list[tuple[str, str, str]]) -> tuple[int, int]:
+    """(files, lines) the walk-through adds."""
+    return len({path for _, path, _ in blocks}), sum(len(text.strip().splitlines()) for *_, text in blocks)
+
+
+@pytest.mark.slow
+def test_the_readme_walkthrough_adds_a_dataset_and_study_that_reach_the_report(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = walkthrough_blocks(readme)
+    assert count_lines(blocks) == (6, 34)  # the README's claim: six small files and no code
+    project = copy_project(tmp_path / "project")
+    for action, path, text in blocks:
+        target = project / path
+        if action == "append to":
+            target.write_text(target.read_text() + "\n" + text)
+        else:
+            assert not target.exists(), f"the walk-through would overwrite {path}"
+            target.write_text(text)
+
+    command = walkthrough_command(readme)
+    assert command[:3] == ["snakemake", "--cores", "2"] and "studies=[diabetes]" in command
+    # at smoke scale, and without the datasets config.yaml prepares on every run (not part of the walk-through)
+    run([*command, "scale=smoke", "datasets=[]"], project)
+
+    table = pd.read_csv(project / "reports/tables/study_diabetes.csv")
+    assert set(table["row"]) == {"gp", "deep_ensemble", "mfvi", "laplace"}
+    assert {"sklearn_diabetes rmse", "sklearn_diabetes nll", "sklearn_diabetes rmse_original"} <= set(table["column"])
+    assert (table["n_runs"] == 2).all() and table["ours"].notna().all()  # the two smoke splits
+    assert not table["standin"].any()  # a packaged dataset is real at every scale
+    report = (project / "reports/report.typ").read_text()
+    assert "Studies of your own" in report and "sklearn_diabetes rmse" in report
+    assert (project / "reports/report.pdf").stat().st_size > 0
+
+
+def test_a_study_summary_averages_seeds_and_splits_and_keeps_settings_apart() -> None:
+    rows = [
+        ("mfvi", "lr=0.01+split=0", 0, "test_rmse", 1.0),
+        ("mfvi", "lr=0.01+split=1", 0, "test_rmse", 3.0),
+        ("mfvi", "lr=0.1+split=0", 0, "test_rmse", 5.0),
+        ("mfvi", "lr=0.01+split=0", 0, "last_test_rmse", 9.0),
+        ("mfvi", "lr=0.01+split=0", 0, "val_rmse", 9.0),
+    ]
+    metrics = pd.DataFrame(rows, columns=["method", "hparams", "seed", "metric", "value"])
+    metrics["dataset"], metrics["standin"] = "mine", False
+    table = study_summary(metrics).set_index("row")
+    assert list(table.index) == ["mfvi [lr=0.01]", "mfvi [lr=0.1]"]
+    assert table.loc["mfvi [lr=0.01]", "column"] == "mine rmse"
+    assert table.loc["mfvi [lr=0.01]", "ours"] == 2.0 and table.loc["mfvi [lr=0.01]", "n_runs"] == 2
+    assert table.loc["mfvi [lr=0.01]", "ours_error"] == pytest.approx(1.0)  # std 1.414 / sqrt(2)
+    assert math.isnan(table.loc["mfvi [lr=0.1]", "ours_error"])
+
+
+def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> None:
+    metrics = pd.DataFrame(
+        {"method": ["gp"], "hparams": ["default"], "seed": [0], "metric": ["test_nll"], "value": [0.5],
+         "dataset": ["mine"], "standin": [False]}
+    )  # fmt: skip
+    save_table(study_summary(metrics), *(tmp_path / f"t.{e}" for e in ("csv", "md", "tex")))
+    study = {"study": "mine_vs_gp", "description": "My comparison.", "files": {"csv": "t.csv"}}
+    source = render_own_studies([study], tmp_path)
+    assert source.startswith('#heading(level: 1, "Studies of your own")')
+    assert '"mine_vs_gp"' in source and '"My comparison."' in source and '"mine nll"' in source
+    assert render_own_studies([], tmp_path) == ""
