@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from bnnrepro.data.registry import generate_instance
 from bnnrepro.data.toy_regression import generate_sdebnn_toy
 from bnnrepro.evaluations import __main__ as evaluation_job
 from bnnrepro.evaluations.inputs import load_run
@@ -130,8 +131,8 @@ def test_a_training_job_checkpoints_the_posterior_fitted_at_its_last_weights(tmp
     the posterior fitted at the final weights: refitting the reloaded method changes nothing, and its toy_paths
     evaluation draws the posterior, not the prior."""
     data = tmp_path / "toy.npz"
+    generate_instance("sdebnn_toy", "seed=0", data)
     toy = generate_sdebnn_toy(0)
-    toy.save(data)
     run_dir = tmp_path / "run"
     cfg = compose_config(
         ["method=laplace", "dataset=sdebnn_toy", f"dataset.path='{data}'", f"run_dir='{run_dir}'", "scale=smoke"]
