@@ -13,7 +13,7 @@ from torch import nn
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.errors import DivergedError
-from bnnrepro.inference.posterior_targets import NetworkPosterior, SamplingTarget, gaussian_log_likelihood
+from bnnrepro.inference.posterior_targets import GaussianLogLikelihood, NetworkPosterior, SamplingTarget
 from bnnrepro.methods import METHOD_MODULES, build_method, config_method_name
 from bnnrepro.methods.hmc import HamiltonianMonteCarlo
 from bnnrepro.methods.loss_minimiser import LossMinimiser
@@ -43,6 +43,9 @@ class WithoutStep(nn.Module):
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
+    def noise_variance(self) -> float:
+        return 0.0
+
     def diagnostics(self) -> dict[str, float]:
         return {}
 
@@ -65,8 +68,8 @@ def test_a_method_missing_a_hook_is_an_error_naming_the_hook_and_the_module(monk
 
 def test_the_hooks_are_the_protocols() -> None:
     assert HOOKS == (
-        "parameter_groups", "adapt_architecture", "training_step", "fit_posterior", "predict", "diagnostics",
-        "prepare_resume",
+        "parameter_groups", "adapt_architecture", "training_step", "fit_posterior", "predict", "noise_variance",
+        "diagnostics", "prepare_resume",
     )  # fmt: skip
 
 
@@ -108,10 +111,18 @@ def dataset_of(config: str) -> tuple[str, DataSpec]:
 
 @pytest.mark.parametrize("config", method_configs())
 def test_every_method_config_builds_into_a_method_with_every_hook(config: str) -> None:
+    """A classifier's predictive adds no observation noise, a regression method's some (but the deep ensemble's,
+    trained on the MSE)."""
     dataset, spec = dataset_of(config)
     cfg = compose_config([f"method={config}", f"dataset={dataset}", "run_dir=unused", "scale=smoke"])
     method = build_method(cfg, spec)  # checks the hooks
     assert all(callable(getattr(method, hook)) for hook in HOOKS)
+    noise_variance = method.noise_variance()
+    assert isinstance(noise_variance, float)
+    if spec.task == "classification" or config == "deep_ensemble":
+        assert noise_variance == 0.0
+    else:
+        assert noise_variance > 0.0
 
 
 # --- the default step ------------------------------------------------------------------------------------------
@@ -187,7 +198,7 @@ def test_the_hmc_step_samples_and_reports_the_draws_negative_log_posterior() -> 
     torch.manual_seed(0)
     x = torch.linspace(-1, 1, 5)[:, None]
     y = 2 * x + 0.3
-    target = NetworkPosterior(relu_mlp(1, [], 1), gaussian_log_likelihood(0.5), 2.0, "regression")
+    target = NetworkPosterior(relu_mlp(1, [], 1), GaussianLogLikelihood(0.5), 2.0, "regression")
     hmc = HamiltonianMonteCarlo(target, num_chains=1, warmup_steps=5, num_samples=4, max_tree_depth=3)
     prior_draws = hmc.samples.clone()
     optimizer = Adam(hmc.parameter_groups(0.01, 1.0))

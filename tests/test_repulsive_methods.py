@@ -21,7 +21,7 @@ from bnnrepro.data.registry import generate_instance, load_splits
 from bnnrepro.evaluations.__main__ import main as evaluate
 from bnnrepro.evaluations.inputs import load_run
 from bnnrepro.evaluations.posterior_arrays import EVALUATION as FIGURE_ARRAYS
-from bnnrepro.inference.posterior_targets import NetworkPosterior, gaussian_log_likelihood
+from bnnrepro.inference.posterior_targets import GaussianLogLikelihood, NetworkPosterior
 from bnnrepro.inference.repulsive import (
     ensemble_vjp,
     fsvgd_direction,
@@ -130,7 +130,7 @@ def test_function_space_step_follows_the_rule(config: str, data_files) -> None:
     torch.manual_seed(1)
     outputs, pull_back = ensemble_vjp(network, particles, x)
     prior_outputs = sample_prior_outputs(network, x, len(particles), 1.0)
-    log_likelihood = gaussian_log_likelihood(1.0)
+    log_likelihood = GaussianLogLikelihood(1.0)
     scores = function_space_scores(outputs, y, log_likelihood, num_train, prior_outputs)
     if config == "kde_fwgd":
         expected = fwgd_direction(outputs, scores, pull_back, kde_score)
@@ -176,7 +176,7 @@ def test_hmc_recovers_the_posterior_of_a_conjugate_linear_regression() -> None:
     mean = covariance @ features.T @ y[:, 0] / std**2
 
     torch.manual_seed(0)
-    target = NetworkPosterior(relu_mlp(1, [], 1), gaussian_log_likelihood(std), prior_variance, "regression")
+    target = NetworkPosterior(relu_mlp(1, [], 1), GaussianLogLikelihood(std), prior_variance, "regression")
     hmc = HamiltonianMonteCarlo(target, num_chains=2, warmup_steps=200, num_samples=500, max_tree_depth=4)
     hmc.training_step(x, y, len(x), Adam(hmc.parameter_groups(0.01, 1.0)))
     samples = hmc.samples.double()

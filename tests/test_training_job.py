@@ -1,7 +1,8 @@
 """One training job run as users run it: `python -m bnnrepro.train` with Hydra overrides.
 
 Killed midway (SIGKILL) it resumes from its last checkpoint and ends with the metrics of an
-uninterrupted run; the same seed gives the same metrics; a diverged run stops with an error naming it.
+uninterrupted run; the same seed gives the same metrics; a diverged run stops with an error naming it, a run
+selecting by a metric that its task does not record before its first epoch.
 """
 
 from __future__ import annotations
@@ -96,6 +97,22 @@ def test_diverged_run_stops_with_an_error_naming_the_run(spiral_file: Path, tmp_
     assert f"run {run_dir} diverged" in result.stderr
     assert "Lower optim.lr" in result.stderr
     assert not (run_dir / "metrics.json").exists()
+
+
+def test_a_selection_by_a_metric_the_task_does_not_record_fails_before_the_first_epoch(
+    spiral_file: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "regression-metric"
+    command = train_command(spiral_file, run_dir, "train.select_by=val_rmse", "train.select_mode=min")
+    result = subprocess.run(command, env=environment(ROOT), capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "ValueError: train.select_by='val_rmse' is not recorded by the evaluations of a classification run" in (
+        result.stderr
+    )
+    assert "valid: epoch, val_accuracy, val_nll, val_ece, test_accuracy, test_nll, test_ece" in result.stderr
+    assert "set train.select_by in config/train/protocol/spirals_smoke.yaml" in result.stderr
+    assert "epoch 5" not in (run_dir / "train.log").read_text()  # the first evaluation was not reached
+    assert {path.name for path in run_dir.iterdir()} == {"config.yaml", "train.log"}
 
 
 def test_outputs_are_complete_and_checkpoint_loads_without_pickle(spiral_file: Path, tmp_path: Path) -> None:

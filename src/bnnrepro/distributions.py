@@ -78,3 +78,9 @@ class RegressionLikelihood(nn.Module):
     def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """[S, B] from predictions [S, B, D] and targets [B, D], summed over D."""
         return self.family(predictions, self.log_scale.exp()).log_prob(targets).sum(dim=-1)
+
+    @property
+    def variance(self) -> float:
+        """The variance of the noise y - f: scale^2 (gaussian), 2 scale^2 (laplace), inf (cauchy, which has none)."""
+        scale = self.log_scale.detach().exp()
+        return float(self.family(torch.zeros_like(scale), scale).variance)

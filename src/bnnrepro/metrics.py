@@ -1,7 +1,8 @@
-"""Evaluation metrics on predictive probabilities.
+"""Evaluation metrics on predictive probabilities, and on the predictive mean-function samples of regression.
 
 Shapes: `probs` [N, C] is one predictive distribution per input (for an ensemble or several posterior samples,
 the mean of the members' probabilities); `member_probs` [M, N, C] holds the M members' probabilities; `labels` [N].
+Regression: `samples` [S, N, D] are S draws of the predictive mean function at N inputs, `targets` [N, D].
 Definitions follow the SDE-BNN paper (Xu et al. 2022; ECE §5.2.1, CIFAR-10-C errors §5.2.2, gradient variance §4)
 and the repulsive-ensembles paper (D'Angelo & Fortuin 2021, §4 and Table 1: entropy, model disagreement and OOD
 AUROC).
@@ -9,6 +10,7 @@ AUROC).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -32,6 +34,24 @@ def negative_log_likelihood(probs: torch.Tensor, labels: torch.Tensor) -> float:
     """Mean of -log p(y | x) under the predictive distribution."""
     picked = probs.gather(-1, labels[:, None]).squeeze(-1)
     return float(-torch.log(picked.clamp_min(torch.finfo(probs.dtype).tiny)).mean())
+
+
+def root_mean_squared_error(samples: torch.Tensor, targets: torch.Tensor) -> float:
+    """Regression: the RMSE of the sample-mean prediction, over data points and outputs."""
+    return float((samples.mean(0) - targets).pow(2).mean().sqrt())
+
+
+def gaussian_predictive_nll(samples: torch.Tensor, targets: torch.Tensor, noise_variance: float) -> float:
+    """Regression: the negative log-likelihood per datum of `targets` under the Gaussian predictive
+    N(mean_s f_s, var_s f_s + noise_variance) of each output, moment-matched to the samples f_s (population variance),
+    summed over outputs and averaged over data points; in float64. The negated Gaussian predictive test
+    log-likelihood of the UCI benchmarks (Hernandez-Lobato & Adams 2015, §5), which thesis Tables 3.1 and 5.1
+    report. It is inf where the noise variance is infinite (a Cauchy likelihood's), inf or nan where the predictive
+    variance is 0 (a single sample and no noise)."""
+    samples, targets = samples.double(), targets.double()
+    variance = samples.var(0, unbiased=False) + noise_variance
+    log_density = -0.5 * (math.log(2 * math.pi) + variance.log() + (targets - samples.mean(0)).square() / variance)
+    return float(-log_density.sum(-1).mean())
 
 
 def _check_predictions(probs: torch.Tensor, labels: torch.Tensor) -> None:

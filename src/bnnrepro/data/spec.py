@@ -34,6 +34,13 @@ class Splits:
     def y(self, split: str) -> np.ndarray:
         return self.arrays[f"y_{split}"]
 
+    def target_standardisation(self) -> tuple[float, float]:
+        """(mean, std) of the standardisation y = (y_original - mean) / std that the loader applied to the targets
+        (the UCI loader's y_mean and y_std); (0.0, 1.0) for targets in their original units."""
+        if "y_std" not in self.arrays:
+            return 0.0, 1.0
+        return float(self.arrays["y_mean"]), float(self.arrays["y_std"])
+
     def spec(self, task: str) -> DataSpec:
         num_classes = int(self.y("train").max()) + 1 if task == "classification" else 0
         return DataSpec(task, self.x("train").shape[1], num_classes, tuple(self.x("train").shape[1:]))

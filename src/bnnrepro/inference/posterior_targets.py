@@ -55,13 +55,20 @@ INPUT_CHUNK = 500
 """Inputs per batched forward of `member_probabilities` (bounds memory for 20 ResNet32 members on 10,000 images)."""
 
 
-def gaussian_log_likelihood(std: float) -> LogLikelihood:
+class GaussianLogLikelihood:
     """log N(y | f, std^2 I) of each example, summed over output dimensions (regression; std as the authors' code)."""
 
-    def log_likelihood(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return (-0.5 * ((targets - outputs) / std).square() - math.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
+    def __init__(self, std: float):
+        self.std = std
 
-    return log_likelihood
+    @property
+    def variance(self) -> float:
+        """The noise variance std^2."""
+        return self.std**2
+
+    def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        std = self.std
+        return (-0.5 * ((targets - outputs) / std).square() - math.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
 
 
 def categorical_log_likelihood(outputs_are_probabilities: bool) -> LogLikelihood:
@@ -94,7 +101,7 @@ class NetworkPosterior(nn.Module):
 
     prior_variance: one variance of the prior N(0, prior_variance I), or one per particle [n] (a hyper-deep
     ensemble's members, each sampling the posterior under its own prior). task: "regression" (outputs are the
-    predictive mean, Gaussian likelihood) or "classification" (outputs are logits, or class probabilities when the
+    predictive mean, a `GaussianLogLikelihood`) or "classification" (outputs are logits, or class probabilities when the
     network ends in a softmax: the function values fWGD/f-SVGD repel, not stated in the paper; `entropy_grid` is the
     side of the 2D figure's entropy mesh)."""
 
@@ -108,6 +115,8 @@ class NetworkPosterior(nn.Module):
         entropy_grid: int = 300,
     ):
         super().__init__()
+        if task == "regression" and not isinstance(log_likelihood, GaussianLogLikelihood):
+            raise TypeError(f"a regression posterior takes a GaussianLogLikelihood, got {log_likelihood!r}")
         self.network = network.requires_grad_(False)
         self.log_likelihood, self.task = log_likelihood, task
         if isinstance(prior_variance, torch.Tensor):
@@ -187,6 +196,10 @@ class NetworkPosterior(nn.Module):
         chunks = weights.split(PREDICT_CHUNK)
         return sum(self._probabilities(ensemble_forward(self.network, w, x)).sum(0) for w in chunks) / len(weights)
 
+    def noise_variance(self) -> float:
+        """Regression: the Gaussian likelihood's std^2; classification: 0."""
+        return self.log_likelihood.variance if self.task == "regression" else 0.0
+
     def member_probabilities(self, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Classification: every member's class probabilities p(y | f(x; w_i)) [n, N, C] (for the entropy and model
         disagreement of the paper's Table 1), in chunks of INPUT_CHUNK inputs."""
@@ -232,6 +245,10 @@ class SamplingTarget(nn.Module):
     def predict(self, weights: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """A sampler predicts no targets: [n, N, 0] (the training loop's regression RMSE of a sampling run is NaN)."""
         return weights.new_empty(len(weights), len(x), 0)
+
+    def noise_variance(self) -> float:
+        """A sampler predicts no targets: no observation noise."""
+        return 0.0
 
     def diagnostics(self, weights: torch.Tensor) -> dict[str, float]:
         """MMD to the reference samples, and the errors of the particles' mean (Euclidean) and covariance

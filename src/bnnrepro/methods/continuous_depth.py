@@ -89,6 +89,10 @@ class ContinuousDepthMethod(LossMinimiser, FixedArchitectureMethod):
         outputs, _ = self.network(x, self.eval_samples)
         return outputs.softmax(-1).mean(0) if self.task == "classification" else outputs
 
+    def noise_variance(self) -> float:
+        """Regression: the variance of the likelihood's noise; classification: 0."""
+        return 0.0 if self.likelihood is None else self.likelihood.variance
+
     def diagnostics(self) -> dict[str, float]:
         """The regression likelihood's learned scale; for SDE-BNNs, `train_nfe`: the drift evaluations of all
         weight SDEs in training so far (forward and adjoint solves; the solvers' cost, SDE-BNN paper Figs. 14, 15)."""

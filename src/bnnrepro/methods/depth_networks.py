@@ -97,6 +97,10 @@ class DepthNetworkMethod(LossMinimiser):
         weights = log_q.exp()[torch.tensor(depths, device=x.device) - 1]
         return torch.einsum("d,dbc->bc", weights, probs)
 
+    def noise_variance(self) -> float:
+        """Classification: the predictive is categorical, with no observation noise."""
+        return 0.0
+
     @torch.no_grad()
     def diagnostics(self) -> dict[str, float]:
         """E_q[l], m(q) and the number of instantiated layers (and lambda for the UDN)."""

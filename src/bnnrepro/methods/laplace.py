@@ -117,6 +117,10 @@ class LaplaceApproximation(LossMinimiser, FixedArchitectureMethod):
         offsets = noise @ self.posterior_scale.T  # w_s - w_MAP ~ N(0, Sigma), Sigma = scale scale^T
         return self.last_layer()(features) + (offsets @ design.T)[..., None]
 
+    def noise_variance(self) -> float:
+        """The fixed Gaussian likelihood's scale^2 (laplace-torch's sigma_noise^2, the noise of Redux's predictive)."""
+        return self.likelihood.variance
+
     @torch.no_grad()
     def diagnostics(self) -> dict[str, float]:
         """The prior precision of the last fit (1 / prior_variance before the first)."""

@@ -58,6 +58,10 @@ class LatentSDEMethod(LossMinimiser, FixedArchitectureMethod):
         """Posterior samples of z at the times x [N, 1]: [S, N, 1]."""
         return self.model.sample(x[:, 0], self.eval_samples)[0].transpose(0, 1)
 
+    def noise_variance(self) -> float:
+        """The variance of the observation likelihood's noise (inf for the Cauchy likelihood of Fig. 3)."""
+        return self.likelihood.variance
+
     def diagnostics(self) -> dict[str, float]:
         """The KL estimate of the last training step."""
         return dict(self.last_step)

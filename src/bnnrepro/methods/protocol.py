@@ -3,8 +3,9 @@
 A method is an `nn.Module` with every hook of `Method`; `build_method` checks it (`check_method`). The training
 loop, for each epoch: `adapt_architecture` and `training_step` on each minibatch; before each evaluation (every
 `train.eval_every` epochs and after the last): `adapt_architecture`, `fit_posterior` on the whole training set,
-then `predict` and `diagnostics`. A resumed run and the evaluation job call `prepare_resume` with a checkpoint's
-state_dict before loading it, so whatever a method fits must live in its state_dict (parameters or buffers).
+then `predict`, `noise_variance` and `diagnostics`. A resumed run and the evaluation job call `prepare_resume` with
+a checkpoint's state_dict before loading it, so whatever a method fits must live in its state_dict (parameters or
+buffers).
 
 Who implements what: a method trained by gradient steps on a loss derives from
 `bnnrepro.methods.loss_minimiser.LossMinimiser` (the default step, nothing to fit after it) and writes `loss`;
@@ -51,6 +52,12 @@ class Method(Protocol):
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """Classification: predictive probabilities [N, C]; regression: S samples of the predictive mean
         function [S, N, D]."""
+        ...
+
+    def noise_variance(self) -> float:
+        """The variance of the observation noise that the predictive adds to `predict`'s mean-function samples, in
+        the training data's units (the evaluation's Gaussian predictive NLL, bnnrepro.train.evaluate); 0.0 where
+        the predictive has none (classification, or a regression method without a noise model)."""
         ...
 
     def diagnostics(self) -> dict[str, float]:

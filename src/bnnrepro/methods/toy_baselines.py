@@ -111,6 +111,10 @@ class GaussianProcessRegression(LossMinimiser, FixedArchitectureMethod):
         noise = torch.randn(len(x), self.eval_samples, dtype=mean.dtype, device=mean.device)
         return (mean[:, None] + cholesky @ noise).T[..., None].to(x.dtype)
 
+    def noise_variance(self) -> float:
+        """The learned noise variance of y = f + N(0, noise_variance) (R&W eq. 2.20's sigma_n^2)."""
+        return float(self.log_noise_variance.detach().exp())
+
     @torch.no_grad()
     def diagnostics(self) -> dict[str, float]:
         return {
@@ -148,6 +152,11 @@ class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """The K member predictions [K, N, 1]."""
         return self(x)
+
+    def noise_variance(self) -> float:
+        """0: trained on the MSE, the members model no observation noise (no variance head, unlike
+        Lakshminarayanan et al. 2017's), so the predictive's spread is the members' disagreement alone."""
+        return 0.0
 
 
 class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
@@ -199,6 +208,10 @@ class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """The network under `eval_samples` weight samples from q: [S, N, 1]."""
         return self(x, self.eval_samples)
+
+    def noise_variance(self) -> float:
+        """The Gaussian likelihood's scale^2."""
+        return self.likelihood.variance
 
     @torch.no_grad()
     def diagnostics(self) -> dict[str, float]:

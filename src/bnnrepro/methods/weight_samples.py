@@ -11,11 +11,11 @@ from bnnrepro.data.registry import load_splits
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.inference.posterior_targets import (
     SAMPLING_DENSITIES,
+    GaussianLogLikelihood,
     NetworkPosterior,
     SamplingTarget,
     Target,
     categorical_log_likelihood,
-    gaussian_log_likelihood,
     member_prior_variances,
 )
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
@@ -34,7 +34,7 @@ def build_target(run_cfg: DictConfig, spec: DataSpec, function_space: bool = Fal
         return SamplingTarget(SAMPLING_DENSITIES[run_cfg.dataset.name], start, reference)
     if spec.task == "regression":
         network = posterior_network(cfg, spec, 1)
-        return NetworkPosterior(network, gaussian_log_likelihood(cfg.likelihood_std), cfg.prior_variance, spec.task)
+        return NetworkPosterior(network, GaussianLogLikelihood(cfg.likelihood_std), cfg.prior_variance, spec.task)
     if spec.task != "classification":
         raise ValueError(f"method {cfg.name!r} supports regression, classification and sampling, got {spec.task!r}")
     probabilities = function_space and cfg.function_values == "probabilities"
@@ -63,6 +63,10 @@ class WeightSamples(FixedArchitectureMethod):
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         return self.target.predict(self.weights().detach(), x)
+
+    def noise_variance(self) -> float:
+        """The target's: its Gaussian likelihood's std^2 for regression, 0 otherwise."""
+        return self.target.noise_variance()
 
     @torch.no_grad()
     def member_probabilities(self, x: torch.Tensor) -> torch.Tensor:
