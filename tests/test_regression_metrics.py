@@ -15,14 +15,15 @@ import torch
 from omegaconf import DictConfig
 from torch.distributions import Normal
 
+from bnnrepro.data.registry import generate_instance
 from bnnrepro.data.spec import DataSpec, Splits
-from bnnrepro.data.toy_regression import generate_sdebnn_toy
 from bnnrepro.distributions import RegressionLikelihood
 from bnnrepro.methods import build_method
 from bnnrepro.methods.toy_baselines import GaussianProcessRegression, MeanFieldBNN
+from bnnrepro.model_selection import summarise
 from bnnrepro.optim import Adam
 from bnnrepro.runs import RunFolder
-from bnnrepro.train import compose_config, evaluate, summarise, train
+from bnnrepro.train import compose_config, evaluate, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -133,7 +134,7 @@ def test_summarise_selects_the_minimum_or_the_maximum_earliest_on_ties() -> None
 def toy_run(tmp_path: Path, *overrides: str) -> tuple[DictConfig, RunFolder]:
     """MFVI on the SDE-BNN toy at smoke scale (10 epochs, evaluations at 5 and 10; no validation split)."""
     data = tmp_path / "toy.npz"
-    generate_sdebnn_toy(0).save(data)
+    generate_instance("sdebnn_toy", "seed=0", data)
     run_dir = tmp_path / "run"
     overrides = (f"dataset.path='{data}'", f"run_dir='{run_dir}'", *overrides)
     return method_config("mfvi", *overrides), RunFolder(run_dir)

@@ -232,7 +232,7 @@ def test_hmc_config_builds_and_samples(dataset: str, data_files) -> None:
     [
         ("kde_fwgd", "repulsive_toy", ("method.num_particles=4",)),
         ("svgd", "repulsive_2d", ("method.num_particles=4",)),
-        ("sge_wgd", "funnel_target", ()),
+        ("sge_wgd", "funnel_target", ("dataset.n_particles=30",)),  # the instance the fixture generates
         ("hmc", "repulsive_toy", (*TINY_HMC, "train.epochs=1", "train.batch_size=1000")),
     ],
 )

@@ -227,3 +227,40 @@ def gradient_standard_deviation(gradients: torch.Tensor) -> float:
     """
     _check_gradient_samples(gradients)
     return float(gradients.std(0, correction=1).mean())
+
+
+SPLIT_METRICS = {
+    "classification": ("accuracy", "nll", "ece"),
+    "regression": ("rmse", "nll", "rmse_original", "nll_original"),
+}
+"""{task: the metrics `bnnrepro.train.evaluate` records on each split of its data, as {split}_{metric}}; a sampling
+task has none."""
+
+
+def has_targets(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether a split is evaluated: it has inputs and targets (a toy's empty validation split has neither, a
+    sampling target's test inputs are exact samples with no targets)."""
+    return len(x) > 0 and y.numel() > 0
+
+
+def classification_metrics(probs: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+    """Accuracy, NLL and ECE of predictive probabilities [N, C]."""
+    values = (accuracy(probs, y), negative_log_likelihood(probs, y), expected_calibration_error(probs, y))
+    return dict(zip(SPLIT_METRICS["classification"], values, strict=True))
+
+
+def regression_metrics(
+    samples: torch.Tensor, y: torch.Tensor, noise_variance: float, target_standardisation: tuple[float, float]
+) -> dict[str, float]:
+    """RMSE of the sample-mean prediction and the Gaussian predictive NLL per datum (`gaussian_predictive_nll`) of
+    mean-function samples [S, N, D] with observation noise of `noise_variance`, in the data's units and, undoing
+    the standardisation (mean, std) of the targets, in their original units (there RMSE * std and NLL + D log std)."""
+    mean, std = target_standardisation
+    original_samples, original_y = samples * std + mean, y * std + mean
+    values = (
+        root_mean_squared_error(samples, y),
+        gaussian_predictive_nll(samples, y, noise_variance),
+        root_mean_squared_error(original_samples, original_y),
+        gaussian_predictive_nll(original_samples, original_y, noise_variance * std**2),
+    )
+    return dict(zip(SPLIT_METRICS["regression"], values, strict=True))

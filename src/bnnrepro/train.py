@@ -27,28 +27,14 @@ from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import peak_memory_mib, resolve_device
 from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method
-from bnnrepro.metrics import (
-    accuracy,
-    expected_calibration_error,
-    gaussian_predictive_nll,
-    negative_log_likelihood,
-    root_mean_squared_error,
-)
+from bnnrepro.metrics import classification_metrics, has_targets, regression_metrics
+from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
 from bnnrepro.optim import Adam
 from bnnrepro.overrides import quote_path_values, quoting_hint
 from bnnrepro.paths import train_config_dir
 from bnnrepro.runs import RunFolder, config_digest
 
 log = logging.getLogger("bnnrepro.train")
-
-SPLIT_METRICS = {
-    "classification": ("accuracy", "nll", "ece"),
-    "regression": ("rmse", "nll", "rmse_original", "nll_original"),
-}
-"""{task: the metrics `evaluate` records on each split of its data, as {split}_{metric}}; a sampling task has none."""
-
-SELECT_MODES = ("max", "min")
-"""train.select_mode: whether the selected evaluation maximises or minimises train.select_by."""
 
 
 def compose_config(overrides: list[str]) -> DictConfig:
@@ -58,35 +44,6 @@ def compose_config(overrides: list[str]) -> DictConfig:
             return compose(config_name="config", overrides=quote_path_values(overrides))
         except OverrideParseException as err:
             raise OverrideParseException(err.override, quoting_hint(err, overrides)) from None
-
-
-def has_targets(x: torch.Tensor, y: torch.Tensor) -> bool:
-    """Whether a split is evaluated: it has inputs and targets (a toy's empty validation split has neither, a
-    sampling target's test inputs are exact samples with no targets)."""
-    return len(x) > 0 and y.numel() > 0
-
-
-def classification_metrics(probs: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
-    """Accuracy, NLL and ECE of predictive probabilities [N, C]."""
-    values = (accuracy(probs, y), negative_log_likelihood(probs, y), expected_calibration_error(probs, y))
-    return dict(zip(SPLIT_METRICS["classification"], values, strict=True))
-
-
-def regression_metrics(
-    samples: torch.Tensor, y: torch.Tensor, noise_variance: float, target_standardisation: tuple[float, float]
-) -> dict[str, float]:
-    """RMSE of the sample-mean prediction and the Gaussian predictive NLL per datum (`gaussian_predictive_nll`) of
-    mean-function samples [S, N, D] with observation noise of `noise_variance`, in the data's units and, undoing
-    the standardisation (mean, std) of the targets, in their original units (there RMSE * std and NLL + D log std)."""
-    mean, std = target_standardisation
-    original_samples, original_y = samples * std + mean, y * std + mean
-    values = (
-        root_mean_squared_error(samples, y),
-        gaussian_predictive_nll(samples, y, noise_variance),
-        root_mean_squared_error(original_samples, original_y),
-        gaussian_predictive_nll(original_samples, original_y, noise_variance * std**2),
-    )
-    return dict(zip(SPLIT_METRICS["regression"], values, strict=True))
 
 
 @torch.no_grad()
@@ -116,59 +73,6 @@ def evaluate(
             split_values = regression_metrics(method.predict(x), y, method.noise_variance(), target_standardisation)
         values.update({f"{split}_{name}": value for name, value in split_values.items()})
     return values
-
-
-def selection_fix(cfg: DictConfig) -> str:
-    """Where a run's train.select_by is set: its protocol file."""
-    return (
-        f"set train.select_by in config/train/protocol/{cfg.dataset.name}_{cfg.scale.name}.yaml "
-        "(or override it: train.select_by=...)"
-    )
-
-
-def selectable_metrics(task: str) -> tuple[str, ...]:
-    """The metrics of every evaluation of a `task` run that train.select_by may name besides epoch and the
-    method's diagnostics: those of the validation and test splits."""
-    return tuple(f"{split}_{name}" for split in ("val", "test") for name in SPLIT_METRICS.get(task, ()))
-
-
-def check_selection(cfg: DictConfig, data: dict[str, tuple[torch.Tensor, ...]]) -> None:
-    """Before the first epoch: ValueError unless train.select_mode is one of SELECT_MODES and train.select_by is
-    epoch, one of `selectable_metrics` on a split of `data` with targets, or a name that does not begin with val_
-    or test_ (a method diagnostic, known only at the first evaluation: `check_selected_diagnostic`)."""
-    select_by, select_mode, task = cfg.train.select_by, cfg.train.select_mode, cfg.dataset.task
-    if select_mode not in SELECT_MODES:
-        raise ValueError(
-            f"train.select_mode={select_mode!r} is not one of {', '.join(SELECT_MODES)}: set train.select_mode to max "
-            "(the selected evaluation maximises train.select_by) or min (it minimises it, as for val_rmse or val_nll)"
-        )
-    if not select_by.startswith(("val_", "test_")):
-        return
-    if select_by not in selectable_metrics(task):
-        valid = ", ".join(("epoch", *selectable_metrics(task)))
-        raise ValueError(
-            f"train.select_by={select_by!r} is not recorded by the evaluations of a {task} run; valid: {valid}, or a "
-            f"diagnostic of method {cfg.method.name!r}: {selection_fix(cfg)}"
-        )
-    split = select_by.split("_", 1)[0]
-    if not has_targets(*data[split]):
-        raise ValueError(
-            f"train.select_by={select_by!r}, but the {split} split of dataset {cfg.dataset.name!r} is empty, so no "
-            f"evaluation records it; select by epoch or a metric of another split: {selection_fix(cfg)}"
-        )
-
-
-def check_selected_diagnostic(cfg: DictConfig, diagnostics: dict[str, float]) -> None:
-    """At the first evaluation: ValueError unless train.select_by is epoch, one of `selectable_metrics` (checked
-    at the start: `check_selection`) or one of the method's `diagnostics`."""
-    select_by, task = cfg.train.select_by, cfg.dataset.task
-    if select_by == "epoch" or select_by in selectable_metrics(task) or select_by in diagnostics:
-        return
-    raise ValueError(
-        f"train.select_by={select_by!r} is neither epoch, a metric of the evaluations of a {task} run "
-        f"({', '.join(selectable_metrics(task)) or 'none'}) nor a diagnostic of method {cfg.method.name!r} "
-        f"({', '.join(diagnostics) or 'none'}): {selection_fix(cfg)}"
-    )
 
 
 def train(cfg: DictConfig, run: RunFolder) -> dict:
@@ -271,20 +175,6 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     }  # fmt: skip
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})
     return result
-
-
-def summarise(history: list[dict], select_by: str, select_mode: str) -> dict[str, float]:
-    """Metrics at the evaluation that maximises (select_mode max) or minimises (min) `select_by`, the earliest on
-    ties, and at the last one."""
-    if select_mode == "max":
-        best = max(history, key=lambda record: (record[select_by], -record["epoch"]))
-    elif select_mode == "min":
-        best = min(history, key=lambda record: (record[select_by], record["epoch"]))
-    else:
-        raise ValueError(f"select_mode must be one of {', '.join(SELECT_MODES)}, got {select_mode!r}")
-    metrics = {("selected_epoch" if k == "epoch" else k): v for k, v in best.items()}
-    metrics.update({f"last_{k}": v for k, v in history[-1].items() if k != "epoch"})
-    return metrics
 
 
 def main(argv: list[str] | None = None) -> None:
