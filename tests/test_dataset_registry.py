@@ -165,3 +165,13 @@ def test_paths_with_equals_signs_need_no_hydra_quoting() -> None:
     assert cfg.dataset.path == path and cfg.run_dir == "results/smoke/x/lr=0.1+seed=0"
     with pytest.raises(Exception, match="must be quoted for Hydra: key='value'"):
         compose_config(["dataset=spirals", "dataset.omega=a=b", "run_dir=x"])
+
+
+def test_a_protocol_file_without_its_package_line_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without '# @package _global_' Hydra files a protocol's settings under `protocol:` and the run ignores them."""
+    protocol = tmp_path / "config/train/protocol"
+    protocol.mkdir(parents=True)
+    (protocol / "sdebnn_toy_smoke.yaml").write_text("train: {epochs: 3}\n")
+    monkeypatch.setenv("BNNREPRO_ROOT", str(tmp_path))
+    with pytest.raises(ValueError, match="sdebnn_toy_smoke.yaml: its first line must be '# @package _global_'"):
+        check_protocol_files(load_study("sdebnn_toy").runs("smoke"), "smoke")

@@ -56,6 +56,10 @@ def composed_files(overrides: list[str], groups: tuple[str, ...] = GROUPS) -> li
     return [str(path.relative_to(project_root())) for path in dict.fromkeys(files)]
 
 
+GLOBAL_PACKAGE = "# @package _global_"
+"""The first line of a protocol file: Hydra merges it at the top of the config, not under `protocol:`."""
+
+
 def protocol_file(dataset: str, scale: str) -> Path:
     """config/train/protocol/<dataset>_<scale>.yaml: a dataset's epochs, evaluation cadence and model selection."""
     return train_config_dir() / "protocol" / f"{dataset}_{scale}.yaml"
@@ -64,8 +68,10 @@ def protocol_file(dataset: str, scale: str) -> Path:
 def check_protocol_files(runs: Iterable, scale: str) -> None:
     """Raise FileNotFoundError naming the protocol files to add when a dataset the `runs` train on has none at
     `scale` (config.yaml's train/optim defaults would train it 100 epochs and select by val_accuracy, which a
-    regression dataset does not record; an explicit protocol says how long and by what metric)."""
-    missing = sorted({run.dataset for run in runs if not protocol_file(run.dataset, scale).is_file()})
+    regression dataset does not record; an explicit protocol says how long and by what metric), and ValueError when
+    one lacks its `GLOBAL_PACKAGE` first line."""
+    datasets = {run.dataset for run in runs}
+    missing = sorted(name for name in datasets if not protocol_file(name, scale).is_file())
     if missing:
         files = [str(protocol_file(name, s).relative_to(project_root())) for name in missing for s in SCALES]
         raise FileNotFoundError(
@@ -73,3 +79,11 @@ def check_protocol_files(runs: Iterable, scale: str) -> None:
             "(each sets train.epochs, batch_size, eval_every, checkpoint_every and select_by; see "
             "config/train/protocol/spirals_smoke.yaml)"
         )
+    for name in sorted(datasets):
+        path = protocol_file(name, scale)
+        if path.read_text().splitlines()[:1] != [GLOBAL_PACKAGE]:
+            raise ValueError(
+                f"{path.relative_to(project_root())}: its first line must be '{GLOBAL_PACKAGE}', which puts its train: "
+                "and optim: settings at the top of the run's config; without it Hydra files them under protocol: and "
+                "the run ignores them"
+            )

@@ -71,7 +71,7 @@ OWN_STUDY_NAMES = "|".join(name for name, study in STUDIES.items() if study.is_o
 RUNS = {run.folder: (study, run) for study in STUDIES.values() for run in study.runs(SCALE)}
 try:
     check_protocol_files([run for _, run in RUNS.values()], SCALE)
-except FileNotFoundError as err:
+except (FileNotFoundError, ValueError) as err:
     raise WorkflowError(str(err)) from None
 
 
