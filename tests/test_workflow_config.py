@@ -3,13 +3,15 @@ and the workflow's code passes `snakemake --lint`, snakefmt and ruff."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from bnnrepro import layout, studies
 from bnnrepro.studies import load_study
-from tests.conftest import ROOT, run
+from tests.conftest import ROOT, copy_project, run
 
 
 def dry_run_error(project: Path, *config: str) -> str:
@@ -128,3 +130,24 @@ def test_training_jobs_ask_for_a_gpu_only_when_they_train_on_one(project: Path) 
     assert train_jobs and all("gpu=1" in block for block in train_jobs)
     on_cpu = run(["snakemake", "-n", "--config", *one_study, "device=cpu"], project).stdout
     assert all("gpu=0" in block for block in on_cpu.split("\n\n") if "rule train:" in block)
+
+
+def test_a_studys_overrides_compose_once_until_a_file_they_read_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workflow composes every study's overrides before any job, but not again on every call: the record holds a
+    digest of the study, config/train and the registry, so any edit to them composes again."""
+    project = copy_project(tmp_path / "project")
+    monkeypatch.setenv("BNNREPRO_ROOT", str(project))
+    cache = project / layout.STUDY_CHECKS
+    study = studies.load_study.__wrapped__("udn_spirals")
+    composed = []
+    real_compose = studies._compose_overrides
+    monkeypatch.setattr(studies, "_compose_overrides", lambda *a: composed.append(a) or real_compose(*a))
+    studies.check_overrides(study, cache)
+    studies.check_overrides(study, cache)
+    assert len(composed) == 1 and "udn_spirals" in json.loads(cache.read_text())
+    method = project / "config/train/method/finite.yaml"
+    method.write_text(method.read_text() + "\n# an edit\n")
+    studies.check_overrides(study, cache)
+    assert len(composed) == 2

@@ -16,6 +16,7 @@ returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/
     reports/figures/<stem>.{pdf,png}, reports/tables/<stem>.{csv,md,tex}, reports/report.{pdf,typ}
         (a study of your own: its table reports/tables/study_<study>.{csv,md,tex})
     logs/<step>/...                             one log per job
+    .snakemake/bnnrepro/study_checks.json       studies whose Hydra overrides composed, by digest (studies.check_overrides)
 """
 
 from __future__ import annotations
@@ -168,6 +169,11 @@ def study_summary_stem(study: str = "{study}") -> str:
 def artifact_files(output: str, stem: str = "{stem}") -> dict[str, str]:
     """Every file of a figure or table, by extension."""
     return {extension: artifact_file(output, extension, stem) for extension in ARTIFACT_FORMATS[output]}
+
+
+STUDY_CHECKS = ".snakemake/bnnrepro/study_checks.json"
+"""The record of studies whose overrides composed (bnnrepro.studies.check_overrides), so that an unchanged study is
+not composed again on every `snakemake` call."""
 
 
 def log_file(step: str, name: str) -> str:

@@ -7,18 +7,22 @@ point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.lay
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
+from importlib.metadata import version
 from pathlib import Path
 
 import jsonschema
 import yaml
 
 from bnnrepro import layout
-from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file
-from bnnrepro.paths import project_root, studies_dir
+from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file
+from bnnrepro.files import write_atomic
+from bnnrepro.paths import project_root, studies_dir, train_config_dir
 from bnnrepro.train_configs import SCALES
 
 STUDY_SCHEMA = Path(__file__).parent / "study.schema.yaml"
@@ -119,7 +123,8 @@ def available_studies() -> list[str]:
 
 @cache
 def load_study(name: str) -> Study:
-    """Read and check config/studies/<name>.yaml."""
+    """Read and check config/studies/<name>.yaml: its schema, grids, method variants and datasets (its Hydra
+    overrides are checked by `check_overrides`, which the workflow calls before any job runs)."""
     path = studies_dir() / f"{name}.yaml"
     if not path.exists():
         raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
@@ -163,17 +168,43 @@ def _check(study: Study, path: Path) -> None:
                 dataset(run.dataset)
             except KeyError as err:
                 raise StudyError(f"{path}: {err.args[0]}") from None
-    _check_overrides(study, path)
 
 
-def _check_overrides(study: Study, path: Path) -> None:
-    """Compose the Hydra config of one run per grid and method variant, so that a mistyped key or
-    value stops the workflow before any job starts."""
+def overrides_digest(study: Study) -> str:
+    """A digest of everything the composition of a study's overrides reads: its file, every file of config/train and
+    config/datasets.yaml, this module and the Hydra version."""
+    digest = hashlib.sha256(f"{study.name} hydra-core {version('hydra-core')}".encode())
+    files = [
+        studies_dir() / f"{study.name}.yaml",
+        Path(__file__),
+        registry_file(),
+        *sorted(train_config_dir().rglob("*")),
+    ]
+    for file in files:
+        if file.is_file():
+            digest.update(str(file).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def check_overrides(study: Study, cache: Path | None = None) -> None:
+    """Compose the Hydra config of one run per grid and method variant, so that a mistyped key or value stops the
+    workflow before any job starts. With `cache` (a JSON file of {study: `overrides_digest`}), a study whose digest
+    is recorded there composed before with exactly these files and is not composed again; one that composes is
+    recorded."""
+    digest = overrides_digest(study)
+    recorded = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
+    if recorded.get(study.name) == digest:
+        return
+    _compose_overrides(study, (studies_dir() / f"{study.name}.yaml").relative_to(project_root()))
+    if cache is not None:
+        recorded[study.name] = digest
+        write_atomic(cache, lambda tmp: tmp.write_text(json.dumps(recorded, indent=1, sort_keys=True)))
+
+
+def _compose_overrides(study: Study, path: Path) -> None:
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
-
-    from bnnrepro.paths import train_config_dir
 
     checked = set()
     with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3"):

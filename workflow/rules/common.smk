@@ -30,7 +30,7 @@ from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
-from bnnrepro.studies import SCALES, StudyError, available_studies, load_study
+from bnnrepro.studies import SCALES, StudyError, available_studies, check_overrides, load_study
 from bnnrepro.train_configs import check_protocol_files, composed_files
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -61,9 +61,13 @@ def _load_studies():
             f"available studies: {', '.join(available_studies())} (files in config/studies/)"
         )
     try:
-        return {name: load_study(name) for name in config["studies"]}
+        studies = {name: load_study(name) for name in config["studies"]}
+        if workflow.is_main_process:  # a job's own Snakemake (SLURM) trusts the main process's check
+            for study in studies.values():
+                check_overrides(study, Path(layout.STUDY_CHECKS))
     except (StudyError, RegistryError) as err:
         raise WorkflowError(str(err)) from None
+    return studies
 
 
 STUDIES = _load_studies()
