@@ -8,6 +8,7 @@ selecting by a metric that its task does not record before its first epoch.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -137,3 +138,23 @@ def test_cuda_without_a_gpu_is_a_clear_error() -> None:
 def test_training_runs_on_cuda(spiral_file: Path, tmp_path: Path) -> None:
     result = train(spiral_file, tmp_path / "cuda", "device=cuda", "train.epochs=10")
     assert result["metrics"]["test_accuracy"] > 0.5
+
+
+def test_a_long_run_logs_its_progress_with_the_time_left(
+    spiral_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Between evaluations a run logs, at a steady wall-clock cadence, its epoch, loss and estimated time left."""
+    from bnnrepro import train as training
+    from bnnrepro.runs import RunFolder
+
+    monkeypatch.setattr(training, "PROGRESS_SECONDS", 0.0)
+    cfg = training.compose_config(
+        ["method=udn", "dataset.omega=6", f"dataset.path={spiral_file}", f"run_dir={tmp_path}", "scale=smoke"]
+    )
+    with caplog.at_level("INFO", logger="bnnrepro.train"):
+        training.train(cfg, RunFolder(tmp_path))
+    lines = [r.message for r in caplog.records if "left" in r.message]
+    assert len(lines) == cfg.train.epochs
+    assert re.fullmatch(r"epoch 1/20  train_loss=\S+  0m \d\ds trained, about \dm \d\ds left", lines[0])
+    assert lines[-1].startswith("epoch 20/20") and lines[-1].endswith("about 0m 00s left")
+    assert training.duration(3725) == "1h 02m" and training.duration(59.6) == "1m 00s"

@@ -16,7 +16,7 @@ returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/
     reports/figures/<stem>.{pdf,png}, reports/tables/<stem>.{csv,md,tex}, reports/report.{pdf,typ}
         (a study of your own: its table reports/tables/study_<study>.{csv,md,tex})
     logs/<step>/...                             one log per job
-    .snakemake/bnnrepro/study_checks.json       studies whose Hydra overrides composed, by digest (studies.check_overrides)
+    .snakemake/bnnrepro/study_checks.json       digests of the studies whose overrides composed (check_overrides)
 """
 
 from __future__ import annotations

@@ -36,6 +36,22 @@ from bnnrepro.runs import RunFolder, config_digest
 
 log = logging.getLogger("bnnrepro.train")
 
+PROGRESS_SECONDS = 30.0
+"""Wall seconds between the progress lines of a run's log (epoch, loss, time left), so that a long run is seen to
+move between its evaluations."""
+
+
+def progress_line(epoch: int, epochs: int, loss: float, seconds: float) -> str:
+    """'epoch 120/4000  train_loss=0.1234  3m 02s trained, about 1h 38m left' (from the mean time per epoch so far)."""
+    left = seconds / epoch * (epochs - epoch)
+    return f"epoch {epoch}/{epochs}  train_loss={loss:.4g}  {duration(seconds)} trained, about {duration(left)} left"
+
+
+def duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
 
 def compose_config(overrides: list[str]) -> DictConfig:
     """The run's config: config/train composed with `overrides`, path values quoted for Hydra (bnnrepro.overrides)."""
@@ -112,7 +128,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
         start_epoch, history, timing, seconds = state["epoch"], state["history"], state["timing"], state["seconds"]
         log.info("resumed %s from epoch %d", run.path, start_epoch)
 
-    epochs = cfg.train.epochs
+    epochs, last_progress = cfg.train.epochs, time.perf_counter()
     for epoch in range(start_epoch + 1, epochs + 1):
         started = time.perf_counter()
         method.train()
@@ -131,6 +147,9 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
             ) from None
         seconds += time.perf_counter() - started
         timing.append({"epoch": epoch, "train_seconds": seconds, "peak_memory_mib": peak_memory_mib(device)})
+        if time.perf_counter() - last_progress >= PROGRESS_SECONDS:
+            log.info(progress_line(epoch, epochs, loss_sum / num_train, seconds))
+            last_progress = time.perf_counter()
         if epoch % cfg.train.eval_every == 0 or epoch == epochs:
             method.adapt_architecture(optimizer)
             method.fit_posterior(x_train, y_train)
