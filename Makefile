@@ -42,6 +42,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	python benchmarks/job_overhead.py
 	python benchmarks/udn_spirals_default.py
+	python -m benchmarks.scheduler_overhead
 
 lock: $(STAMP)
 	{ echo "# Full dependency tree, pinned (pip install -c requirements.lock -e '.[dev]'). Regenerate with 'make lock'."; \

@@ -43,3 +43,11 @@ rule all:
         rules.report.output.pdf,
         prepared_datasets(),
         rules.record_timestamps.output.timestamps,
+
+
+onsuccess:
+    stop_rate_limiter_timers()
+
+
+onerror:
+    stop_rate_limiter_timers()

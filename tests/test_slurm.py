@@ -68,3 +68,5 @@ def test_smoke_study_through_the_slurm_profile_equals_a_local_run(tmp_path: Path
     started = (tmp_path / "slurm-state/started.pids").read_text().split()
     assert len(started) == 3  # slurmctld, slurmd, munged
     assert not [pid for pid in started if Path(f"/proc/{pid}").exists()], "a daemon outlived the test"
+    # the test cluster's configuration is gone from /etc/slurm (left there, every later snakemake call waits 10 s)
+    assert not Path("/etc/slurm/slurm.conf").resolve().is_relative_to(tmp_path)

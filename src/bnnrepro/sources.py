@@ -17,6 +17,7 @@ from bnnrepro.paths import project_root
 PACKAGE_DIR = Path(bnnrepro.__file__).parent
 
 
+@cache
 def _module_file(name: str) -> Path | None:
     """bnnrepro.a.b -> .../bnnrepro/a/b.py (or a/b/__init__.py), found on disk without importing it."""
     parts = name.split(".")
@@ -29,7 +30,8 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imported_modules(path: Path, name: str) -> set[str]:
+@cache
+def _imported_modules(path: Path, name: str) -> frozenset[str]:
     """bnnrepro modules named by the import statements of one file (and the packages they live in)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
@@ -42,7 +44,7 @@ def _imported_modules(path: Path, name: str) -> set[str]:
                 base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}
-    return {m for m in found if _module_file(m) is not None}
+    return frozenset(m for m in found if _module_file(m) is not None)
 
 
 @cache

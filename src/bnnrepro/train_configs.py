@@ -9,6 +9,7 @@ exactly the runs that compose it: the workflow makes them inputs of rule `train`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -21,9 +22,15 @@ SCALES = ("smoke", "default", "paper")
 """The groups of config/train/config.yaml's defaults list that every run selects an option of."""
 
 
+@cache
+def read_config_file(path: Path) -> object:
+    """A config file's contents, read once per process (the workflow asks for every run's files)."""
+    return yaml.safe_load(path.read_text())
+
+
 def default_options() -> dict[str, str]:
     """The option of each group that config/train/config.yaml selects when no override does."""
-    defaults = yaml.safe_load((train_config_dir() / "config.yaml").read_text())["defaults"]
+    defaults = read_config_file(train_config_dir() / "config.yaml")["defaults"]
     options = {key: value for entry in defaults if isinstance(entry, dict) for key, value in entry.items()}
     return {group: options[group] for group in GROUPS}
 
@@ -34,7 +41,7 @@ def option_files(group: str, option: str) -> list[Path]:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
         raise FileNotFoundError(f"{group}={option}: there is no config/train/{group}/{option}.yaml; known: {known}")
-    parents = [entry for entry in (yaml.safe_load(path.read_text()) or {}).get("defaults", []) if entry != "_self_"]
+    parents = [entry for entry in (read_config_file(path) or {}).get("defaults", []) if entry != "_self_"]
     return [path, *(p for parent in parents if isinstance(parent, str) for p in option_files(group, parent))]
 
 

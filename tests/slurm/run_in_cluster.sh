@@ -36,8 +36,12 @@ SlurmdLogFile=$state/slurmd.log
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
+# The jobs need it at /etc/slurm/slurm.conf: a configuration found there is kept aside and put back at the end, and
+# ours is removed then (left behind, it points every later `scontrol` at a controller that is gone: each snakemake
+# call would wait 10 s for the SLURM executor plugin's `scontrol show config`).
 mkdir -p /etc/slurm
-ln -sf "$state/slurm.conf" /etc/slurm/slurm.conf
+if [ -e /etc/slurm/slurm.conf ] || [ -L /etc/slurm/slurm.conf ]; then mv /etc/slurm/slurm.conf "$state/slurm.conf.before"; fi
+ln -s "$state/slurm.conf" /etc/slurm/slurm.conf
 
 stop() {
   for pid_file in "$state/slurmd.pid" "$state/slurmctld.pid" /run/munge/munged.pid; do
@@ -47,6 +51,10 @@ stop() {
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   done
+  rm -f /etc/slurm/slurm.conf
+  if [ -e "$state/slurm.conf.before" ] || [ -L "$state/slurm.conf.before" ]; then
+    mv "$state/slurm.conf.before" /etc/slurm/slurm.conf
+  fi
 }
 trap stop EXIT
 

@@ -6,6 +6,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 
 from pathlib import Path
 
@@ -356,3 +357,12 @@ def draw_function_files():
 def report_config():
     """The run's configuration, shell-quoted, for the report's provenance."""
     return shlex.quote(json.dumps(config, sort_keys=True))
+
+
+def stop_rate_limiter_timers():
+    """Cancel the reevaluation timers that Snakemake's job-rate limiter leaves behind (one threading.Timer per
+    scheduling pass, `max-jobs-per-timespan`): they are not daemon threads, so with the profiles' long timespans the
+    process would otherwise wait up to that long before exiting. Called by the Snakefile's onsuccess and onerror."""
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.cancel()

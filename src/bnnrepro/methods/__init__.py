@@ -10,13 +10,16 @@ from __future__ import annotations
 import ast
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-from omegaconf import DictConfig
-
-from bnnrepro.data.spec import DataSpec
-from bnnrepro.methods.protocol import Method, check_method
 from bnnrepro.paths import train_config_dir
+from bnnrepro.train_configs import read_config_file
+
+if TYPE_CHECKING:  # the workflow reads METHOD_MODULES when it builds the DAG: no torch here
+    from omegaconf import DictConfig
+
+    from bnnrepro.data.spec import DataSpec
+    from bnnrepro.methods.protocol import Method
 
 
 def method_modules() -> dict[str, str]:
@@ -60,7 +63,7 @@ METHOD_FAMILIES = {
 def config_method_name(config_name: str) -> str:
     """The method `name` that config/train/method/<config_name>.yaml sets, itself or through its defaults list
     (e.g. sdebnn_cifar10 -> sdebnn_mnist -> "sdebnn"): how the workflow finds the code a run's method runs."""
-    cfg = yaml.safe_load((train_config_dir() / "method" / f"{config_name}.yaml").read_text())
+    cfg = read_config_file(train_config_dir() / "method" / f"{config_name}.yaml")
     if "name" in cfg:
         return cfg["name"]
     parents = [entry for entry in cfg.get("defaults", []) if entry != "_self_"]
@@ -74,6 +77,8 @@ def build_method(cfg: DictConfig, spec: DataSpec) -> Method:
     name = cfg.method.name
     if name not in METHOD_MODULES:
         raise KeyError(f"unknown method {name!r}; known methods: {', '.join(sorted(METHOD_MODULES))}")
+    from bnnrepro.methods.protocol import check_method
+
     module = METHOD_MODULES[name]
     method = importlib.import_module(module).build(cfg, spec)
     check_method(method, module)
