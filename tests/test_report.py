@@ -213,3 +213,11 @@ def test_format_number_keeps_three_significant_digits(value: float, expected: st
 
 def test_typst_str_escapes_backslash_quote_and_control_characters() -> None:
     assert typst_str('a\\b"c\nd\x01#$') == '"a\\\\b\\"c\\nd\\u{1}#$"'
+
+
+def test_each_artifacts_module_is_found_without_importing_the_others() -> None:
+    """A figure or table job imports only the module that draws its artifact: the id -> module map read from the
+    decorators names every implemented artifact, with the module that registers it."""
+    from bnnrepro.artifacts.registry import artifact_modules, implementations
+
+    assert {k: impl.draw.__module__ for k, impl in implementations().items()} == artifact_modules()

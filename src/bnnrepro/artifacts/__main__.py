@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.artifacts.registry import implementations
+from bnnrepro.artifacts.registry import implementation
 from bnnrepro.artifacts.render import compare_with_published, save_figure, save_table
 
 
@@ -23,10 +23,10 @@ def main() -> None:
     parser.add_argument("--outputs", type=Path, nargs="+", required=True, help="figure: PDF PNG; table: CSV MD TEX")
     args = parser.parse_args()
 
-    implementation = implementations()[args.artifact_id]
+    drawn = implementation(args.artifact_id)
     context = ArtifactContext(args.study, args.scale, args.metrics, args.data, args.runs)
-    result = implementation.draw(context)
-    if implementation.output == "figure":
+    result = drawn.draw(context)
+    if drawn.output == "figure":
         save_figure(result, *args.outputs)
     else:
         save_table(compare_with_published(args.artifact_id, result, context.uses_standin()), *args.outputs)

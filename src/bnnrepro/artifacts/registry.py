@@ -2,12 +2,14 @@
 
 `catalog.yaml` holds the papers' side (id, caption, kind, published numbers). Draw functions register
 themselves with `@figure(...)` or `@table(...)` in the modules of this package (one per study, e.g.
-`udn_spirals.py`); `implementations()` imports those modules and returns what they registered. An
+`udn_spirals.py`); `implementations()` imports those modules and returns what they registered, `implementation(id)`
+imports only the module that draws one. An
 artifact is reproduced when its study is enabled and a function draws it.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 from collections.abc import Callable
@@ -100,6 +102,49 @@ def table(
 ) -> Callable:
     """Register `draw(context) -> DataFrame[row, column, ours, ours_error, n_runs]` for a table artifact."""
     return _register("table", artifact_id, uses, data_files, note, run_file, methods, datasets)
+
+
+def _decorated_ids(tree: ast.Module) -> set[str]:
+    """The ids of `@figure("id", ...)` and `@table("id", ...)` decorators in a module's source (a literal id, or a
+    module-level string constant)."""
+    constants = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    ids = set()
+    for node in ast.walk(tree):
+        for decorator in getattr(node, "decorator_list", []):
+            if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) in ("figure", "table"):
+                first = decorator.args[0] if decorator.args else None
+                if isinstance(first, ast.Constant):
+                    ids.add(first.value)
+                elif isinstance(first, ast.Name) and first.id in constants:
+                    ids.add(constants[first.id])
+    return ids
+
+
+@cache
+def artifact_modules() -> dict[str, str]:
+    """{artifact id: the module of this package that draws it}, read from the modules' decorators (ast), so that a
+    figure or table job imports its own module only, not every study's plotting and model code."""
+    modules = {}
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if module.name not in FRAMEWORK_MODULES:
+            tree = ast.parse(Path(__file__).with_name(f"{module.name}.py").read_text())
+            modules.update(dict.fromkeys(_decorated_ids(tree), f"{__package__}.{module.name}"))
+    return modules
+
+
+def implementation(artifact_id: str) -> Implementation:
+    """How one artifact is drawn, importing only its module when its decorator names it literally."""
+    if artifact_id in artifact_modules():
+        importlib.import_module(artifact_modules()[artifact_id])
+    if artifact_id not in _REGISTERED:
+        return implementations()[artifact_id]
+    return _REGISTERED[artifact_id]
 
 
 @cache
