@@ -20,11 +20,16 @@ def dry_run_error(project: Path, *config: str) -> str:
     return result.stdout + result.stderr
 
 
+def edit_yaml(project: Path, file: str, edit) -> None:
+    """Apply `edit` to the parsed YAML file `file` of the project and write it back."""
+    path = project / file
+    content = yaml.safe_load(path.read_text())
+    edit(content)
+    path.write_text(yaml.safe_dump(content))
+
+
 def edit_study(project: Path, edit) -> None:
-    path = project / "config/studies/udn_spirals.yaml"
-    study = yaml.safe_load(path.read_text())
-    edit(study)
-    path.write_text(yaml.safe_dump(study))
+    edit_yaml(project, "config/studies/udn_spirals.yaml", edit)
 
 
 def test_an_unknown_scale_lists_the_valid_scales(project: Path) -> None:
@@ -64,21 +69,18 @@ def test_a_mistyped_scale_section_in_a_study_is_named(project: Path) -> None:
     assert "'defualt' was unexpected" in dry_run_error(project, "scale=smoke")
 
 
-def edit_registry(project: Path, edit) -> None:
-    path = project / "config/datasets.yaml"
-    registry = yaml.safe_load(path.read_text())
-    edit(registry)
-    path.write_text(yaml.safe_dump(registry))
-
-
 def test_a_misspelt_registry_field_is_named_before_any_job(project: Path) -> None:
-    edit_registry(project, lambda r: r["generated"]["spirals"].update({"data_key": ["omega"]}))
+    edit_yaml(project, "config/datasets.yaml", lambda r: r["generated"]["spirals"].update({"data_key": ["omega"]}))
     message = dry_run_error(project, "scale=smoke")
     assert "generated.spirals: unknown field(s) 'data_key'; valid fields: title, generator, data_keys" in message
 
 
 def test_a_registry_function_that_does_not_resolve_fails_before_any_job(project: Path) -> None:
-    edit_registry(project, lambda r: r["downloads"]["mnist"].update({"loader": "bnnrepro.data.images:lod"}))
+    edit_yaml(
+        project,
+        "config/datasets.yaml",
+        lambda r: r["downloads"]["mnist"].update({"loader": "bnnrepro.data.images:lod"}),
+    )
     message = dry_run_error(project, "scale=smoke")
     assert "mnist.loader = bnnrepro.data.images:lod: module 'bnnrepro.data.images'" in message
 
