@@ -43,6 +43,7 @@ bench: $(STAMP)
 	python benchmarks/job_overhead.py
 	python benchmarks/udn_spirals_default.py
 	python -m benchmarks.scheduler_overhead
+	python -m benchmarks.dry_run
 
 lock: $(STAMP)
 	{ echo "# Full dependency tree, pinned (pip install -c requirements.lock -e '.[dev]'). Regenerate with 'make lock'."; \

@@ -141,14 +141,14 @@ def test_a_studys_overrides_compose_once_until_a_file_they_read_changes(
     digest of the study, config/train and the registry, so any edit to them composes again."""
     project = copy_project(tmp_path / "project")
     monkeypatch.setenv("BNNREPRO_ROOT", str(project))
-    cache = project / layout.STUDY_CHECKS
+    cache = project / layout.DAG_CACHE
     study = studies.load_study.__wrapped__("udn_spirals")
     composed = []
     real_compose = studies._compose_overrides
     monkeypatch.setattr(studies, "_compose_overrides", lambda *a: composed.append(a) or real_compose(*a))
     studies.check_overrides(study, cache)
     studies.check_overrides(study, cache)
-    assert len(composed) == 1 and "udn_spirals" in json.loads(cache.read_text())
+    assert len(composed) == 1 and "study_checks/udn_spirals" in json.loads(cache.read_text())
     method = project / "config/train/method/finite.yaml"
     method.write_text(method.read_text() + "\n# an edit\n")
     studies.check_overrides(study, cache)

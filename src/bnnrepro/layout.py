@@ -16,7 +16,7 @@ returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/
     reports/figures/<stem>.{pdf,png}, reports/tables/<stem>.{csv,md,tex}, reports/report.{pdf,typ}
         (a study of your own: its table reports/tables/study_<study>.{csv,md,tex})
     logs/<step>/...                             one log per job
-    .snakemake/bnnrepro/study_checks.json       digests of the studies whose overrides composed (check_overrides)
+    .snakemake/bnnrepro/dag_cache.json          DAG-time work kept between snakemake calls (bnnrepro.dag_cache)
 """
 
 from __future__ import annotations
@@ -171,9 +171,10 @@ def artifact_files(output: str, stem: str = "{stem}") -> dict[str, str]:
     return {extension: artifact_file(output, extension, stem) for extension in ARTIFACT_FORMATS[output]}
 
 
-STUDY_CHECKS = ".snakemake/bnnrepro/study_checks.json"
-"""The record of studies whose overrides composed (bnnrepro.studies.check_overrides), so that an unchanged study is
-not composed again on every `snakemake` call."""
+DAG_CACHE = ".snakemake/bnnrepro/dag_cache.json"
+"""The record of work done while the DAG is built (bnnrepro.dag_cache): the studies whose overrides composed
+(bnnrepro.studies.check_overrides) and the artifacts' declarations (bnnrepro.artifacts.declarations), so that
+neither is redone on every `snakemake` call while the files they read stay the same."""
 
 
 def log_file(step: str, name: str) -> str:

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 
 def project_root() -> Path:
     """The folder holding `config/` (the Snakemake working directory); BNNREPRO_ROOT overrides."""
-    return Path(os.environ.get("BNNREPRO_ROOT", ".")).resolve()
+    return _resolved(os.environ.get("BNNREPRO_ROOT", "."), os.getcwd())
+
+
+@cache
+def _resolved(root: str, cwd: str) -> Path:
+    return (Path(cwd) / root).resolve()
+
+
+def config_dir() -> Path:
+    return project_root() / "config"
 
 
 def train_config_dir() -> Path:
-    return project_root() / "config" / "train"
+    return config_dir() / "train"
 
 
 def studies_dir() -> Path:
-    return project_root() / "config" / "studies"
+    return config_dir() / "studies"

@@ -49,7 +49,8 @@ def _imported_modules(path: Path, name: str) -> frozenset[str]:
 
 @cache
 def module_closure(name: str) -> frozenset[Path]:
-    """Source files of `name` and of every bnnrepro module it imports, transitively."""
+    """Source files of `name` and of every bnnrepro module it imports, transitively, with the packages that hold
+    them (importing `bnnrepro.a.b` runs `bnnrepro/__init__.py` and `bnnrepro/a/__init__.py` first)."""
     seen, todo = set(), [name]
     while todo:
         module = todo.pop()
@@ -57,7 +58,7 @@ def module_closure(name: str) -> frozenset[Path]:
         if path is None or path in seen:
             continue
         seen.add(path)
-        todo += sorted(_imported_modules(path, module))
+        todo += sorted(_imported_modules(path, module)) + [module.rpartition(".")[0]]
     return frozenset(seen)
 
 

@@ -7,9 +7,7 @@ point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.lay
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
@@ -17,11 +15,11 @@ from importlib.metadata import version
 from pathlib import Path
 
 import jsonschema
-import yaml
 
 from bnnrepro import layout
+from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file
-from bnnrepro.files import write_atomic
+from bnnrepro.files import read_yaml
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
 from bnnrepro.train_configs import SCALES
 
@@ -128,9 +126,9 @@ def load_study(name: str) -> Study:
     path = studies_dir() / f"{name}.yaml"
     if not path.exists():
         raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
-    raw = yaml.safe_load(path.read_text())
+    raw = read_yaml(path)
     try:
-        jsonschema.validate(raw, yaml.safe_load(STUDY_SCHEMA.read_text()))
+        jsonschema.validate(raw, read_yaml(STUDY_SCHEMA))
     except jsonschema.ValidationError as err:
         where = "/".join(str(p) for p in err.absolute_path) or "top level"
         raise StudyError(f"{path.relative_to(project_root())}: {err.message} (at {where})") from None
@@ -173,32 +171,21 @@ def _check(study: Study, path: Path) -> None:
 def overrides_digest(study: Study) -> str:
     """A digest of everything the composition of a study's overrides reads: its file, every file of config/train and
     config/datasets.yaml, this module and the Hydra version."""
-    digest = hashlib.sha256(f"{study.name} hydra-core {version('hydra-core')}".encode())
     files = [
         studies_dir() / f"{study.name}.yaml",
         Path(__file__),
         registry_file(),
         *sorted(train_config_dir().rglob("*")),
     ]
-    for file in files:
-        if file.is_file():
-            digest.update(str(file).encode() + b"\0" + file.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return files_digest(files, study.name, f"hydra-core {version('hydra-core')}")
 
 
-def check_overrides(study: Study, cache: Path | None = None) -> None:
+def check_overrides(study: Study, record: Path | None = None) -> None:
     """Compose the Hydra config of one run per grid and method variant, so that a mistyped key or value stops the
-    workflow before any job starts. With `cache` (a JSON file of {study: `overrides_digest`}), a study whose digest
-    is recorded there composed before with exactly these files and is not composed again; one that composes is
-    recorded."""
-    digest = overrides_digest(study)
-    recorded = json.loads(cache.read_text()) if cache is not None and cache.is_file() else {}
-    if recorded.get(study.name) == digest:
-        return
-    _compose_overrides(study, (studies_dir() / f"{study.name}.yaml").relative_to(project_root()))
-    if cache is not None:
-        recorded[study.name] = digest
-        write_atomic(cache, lambda tmp: tmp.write_text(json.dumps(recorded, indent=1, sort_keys=True)))
+    workflow before any job starts. With `record` (`bnnrepro.dag_cache`), a study that composed before with exactly
+    the files of `overrides_digest` is not composed again."""
+    path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
+    cached(record, f"study_checks/{study.name}", overrides_digest(study), lambda: _compose_overrides(study, path))
 
 
 def _compose_overrides(study: Study, path: Path) -> None:

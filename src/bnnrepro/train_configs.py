@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-import yaml
-
+from bnnrepro.files import read_yaml
 from bnnrepro.paths import project_root, train_config_dir
 
 GROUPS = ("method", "dataset", "scale")
@@ -25,7 +24,7 @@ SCALES = ("smoke", "default", "paper")
 @cache
 def read_config_file(path: Path) -> object:
     """A config file's contents, read once per process (the workflow asks for every run's files)."""
-    return yaml.safe_load(path.read_text())
+    return read_yaml(path)
 
 
 def default_options() -> dict[str, str]:

@@ -1,6 +1,5 @@
 # Helpers of the workflow: config validation, the runs of each study, and input functions.
 import dataclasses
-import inspect
 import json
 import os
 import shlex
@@ -15,7 +14,8 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from bnnrepro import layout
-from bnnrepro.artifacts.registry import CATALOG, catalog, implementations
+from bnnrepro.artifacts.declarations import declarations
+from bnnrepro.artifacts.registry import CATALOG, catalog
 from bnnrepro.data.registry import (
     RegistryError,
     check_real_data,
@@ -65,7 +65,7 @@ def _load_studies():
         studies = {name: load_study(name) for name in config["studies"]}
         if workflow.is_main_process:  # a job's own Snakemake (SLURM) trusts the main process's check
             for study in studies.values():
-                check_overrides(study, Path(layout.STUDY_CHECKS))
+                check_overrides(study, Path(layout.DAG_CACHE))
     except (StudyError, RegistryError) as err:
         raise WorkflowError(str(err)) from None
     return studies
@@ -81,10 +81,10 @@ except (FileNotFoundError, ValueError) as err:
 
 
 def _implemented_artifacts():
-    """{stem: (study, implementation)} of the artifacts the enabled studies list; an id that is not in the catalog
+    """{stem: (study, declaration)} of the artifacts the enabled studies list; an id that is not in the catalog
     or that no function draws stops the DAG build with a message naming it."""
     known = {entry["id"] for entry in catalog()["artifacts"]}
-    drawn = implementations()
+    drawn = declarations(SCALE, Path(layout.DAG_CACHE))
     artifacts = {}
     for study in STUDIES.values():
         for artifact_id in study.artifacts:
@@ -254,12 +254,12 @@ def evaluation_gpus(wildcards):
 
 def artifact_inputs(wildcards):
     study, implementation = ARTIFACTS[wildcards.stem]
-    code = source_files("bnnrepro.artifacts.__main__", implementation.draw.__module__)
+    code = source_files("bnnrepro.artifacts.__main__", implementation.module)
     inputs = {"code": code + project_paths([CATALOG])}
     if implementation.uses == "metrics":
         inputs["metrics"] = layout.study_metrics_file(SCALE, study.name)
     if implementation.uses == "data":
-        inputs["data"] = implementation.data_files(SCALE)
+        inputs["data"] = list(implementation.data_files)
     if implementation.uses == "runs":
         inputs["runs"] = artifact_run_files(study, implementation)
     return inputs
@@ -307,7 +307,7 @@ def result_files():
             *(run.data_file(REAL_DATA) for run in runs),
             *(run.file(name) for run in runs for name in layout.TRAINING_OUTPUTS.values()),
             *(layout.study_metrics_file(SCALE, study) for study in STUDIES),
-            *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files(SCALE)),
+            *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files),
             *(f for study, impl in ARTIFACTS.values() if impl.uses == "runs" for f in artifact_run_files(study, impl)),
             *evaluation_extra_data(),
             *artifact_files("figure"),
@@ -351,7 +351,7 @@ def report_code(module):
 def draw_function_files():
     """The files of the functions that draw the figures and tables: the manifest names each function by its
     line, so that a change to one of them rebuilds the manifest."""
-    return project_paths({inspect.getsourcefile(impl.draw) for _, impl in ARTIFACTS.values()})
+    return project_paths({impl.source_file for _, impl in ARTIFACTS.values()})
 
 
 def report_config():

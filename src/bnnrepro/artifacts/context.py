@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
+from bnnrepro.files import read_yaml
 from bnnrepro.layout import RUN_METRICS, parse_run_path
 
 
@@ -43,7 +43,7 @@ class ArtifactContext:
 
     def run_configs(self) -> dict[str, dict]:
         """The resolved training config of each run (its config.yaml), keyed by run id."""
-        return {run_id: yaml.safe_load(path.read_text()) for run_id, path in self._by_run().items()}
+        return {run_id: read_yaml(path) for run_id, path in self._by_run().items()}
 
     def run_results(self) -> dict[str, dict]:
         """The training result of each run (its metrics.json: metrics, evaluation history, per-epoch timing)."""

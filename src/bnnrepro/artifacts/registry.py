@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
+from bnnrepro.files import read_yaml
 
 CATALOG = Path(__file__).with_name("catalog.yaml")
-FRAMEWORK_MODULES = {"registry", "render", "context", "__main__"}
+FRAMEWORK_MODULES = {"registry", "render", "context", "declarations", "__main__"}
 
 
 @cache
 def catalog() -> dict:
     """The parsed catalog: {'papers': {...}, 'artifacts': [...]}, artifacts in catalog order."""
-    return yaml.safe_load(CATALOG.read_text())
+    return read_yaml(CATALOG)
 
 
 def catalog_entry(artifact_id: str) -> dict:
@@ -60,8 +60,12 @@ class Implementation:
 
     @property
     def stem(self) -> str:
-        """File name stem of the outputs: 'udn/fig3a' -> 'udn_fig3a'."""
-        return self.artifact_id.replace("/", "_").replace(".", "_")
+        return artifact_stem(self.artifact_id)
+
+
+def artifact_stem(artifact_id: str) -> str:
+    """File name stem of an artifact's outputs: 'udn/fig3a' -> 'udn_fig3a'."""
+    return artifact_id.replace("/", "_").replace(".", "_")
 
 
 _REGISTERED: dict[str, Implementation] = {}
@@ -126,15 +130,23 @@ def _decorated_ids(tree: ast.Module) -> set[str]:
     return ids
 
 
+def drawing_modules() -> list[str]:
+    """The modules of this package that draw artifacts (every module but the framework's), found without importing."""
+    return [
+        f"{__package__}.{module.name}"
+        for module in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if module.name not in FRAMEWORK_MODULES
+    ]
+
+
 @cache
 def artifact_modules() -> dict[str, str]:
     """{artifact id: the module of this package that draws it}, read from the modules' decorators (ast), so that a
     figure or table job imports its own module only, not every study's plotting and model code."""
     modules = {}
-    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if module.name not in FRAMEWORK_MODULES:
-            tree = ast.parse(Path(__file__).with_name(f"{module.name}.py").read_text())
-            modules.update(dict.fromkeys(_decorated_ids(tree), f"{__package__}.{module.name}"))
+    for module in drawing_modules():
+        tree = ast.parse(Path(__file__).with_name(f"{module.rpartition('.')[2]}.py").read_text())
+        modules.update(dict.fromkeys(_decorated_ids(tree), module))
     return modules
 
 
@@ -150,7 +162,6 @@ def implementation(artifact_id: str) -> Implementation:
 @cache
 def implementations() -> dict[str, Implementation]:
     """Import every artifact module of this package and return the registered implementations."""
-    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if module.name not in FRAMEWORK_MODULES:
-            importlib.import_module(f"{__package__}.{module.name}")
+    for module in drawing_modules():
+        importlib.import_module(module)
     return dict(_REGISTERED)

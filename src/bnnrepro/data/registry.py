@@ -32,8 +32,9 @@ from omegaconf import OmegaConf
 
 from bnnrepro import layout
 from bnnrepro.data.spec import Splits
+from bnnrepro.files import read_yaml
 from bnnrepro.layout import is_standin as is_standin  # re-exported: training jobs read it from the registry
-from bnnrepro.paths import project_root, train_config_dir
+from bnnrepro.paths import config_dir, train_config_dir
 
 SCHEMA = Path(__file__).parent / "datasets.schema.yaml"
 GENERATED_WITH = "generated_with"
@@ -164,7 +165,7 @@ KINDS = {"downloads": Download, "packaged": PackagedDataset, "generated": Genera
 
 
 def registry_file() -> Path:
-    return project_root() / "config" / "datasets.yaml"
+    return config_dir() / "datasets.yaml"
 
 
 def _schema_error(err: jsonschema.ValidationError, schema: dict) -> str:
@@ -181,8 +182,8 @@ def _schema_error(err: jsonschema.ValidationError, schema: dict) -> str:
 
 @cache
 def _registry() -> dict[str, Entry]:
-    raw = yaml.safe_load(registry_file().read_text()) or {}
-    schema = yaml.safe_load(SCHEMA.read_text())
+    raw = read_yaml(registry_file()) or {}
+    schema = read_yaml(SCHEMA)
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(raw))
     if error is not None:
         raise RegistryError(f"{registry_file()}: {_schema_error(error, schema)} (schema: {SCHEMA.name})")

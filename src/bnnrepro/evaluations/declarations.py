@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from bnnrepro.data.registry import prepared_file
-from bnnrepro.paths import project_root
+from bnnrepro.files import read_yaml
+from bnnrepro.paths import config_dir
 
 DEVICES = ("cpu", "run")
 """Where an evaluation computes: on the CPU, or on the run's device (its config's `device`, as its training did)."""
@@ -29,12 +28,12 @@ class DeclaredEvaluation:
 
 
 def evaluations_file() -> Path:
-    return project_root() / "config" / "evaluations.yaml"
+    return config_dir() / "evaluations.yaml"
 
 
 @cache
 def declared_evaluations() -> dict[str, DeclaredEvaluation]:
-    raw = yaml.safe_load(evaluations_file().read_text())
+    raw = read_yaml(evaluations_file())
     declared = {
         name: DeclaredEvaluation(e["code"], tuple(e.get("data", ())), e.get("device", "cpu"), e.get("settings", {}))
         for name, e in raw.items()

@@ -1,0 +1,70 @@
+"""What the workflow needs of each figure and table to build its DAG, without importing the code that draws them.
+
+The draw functions' modules import torch, matplotlib and seaborn (seconds); the workflow needs only what their
+`@figure`/`@table` decorators declare: the output kind, what the artifact reads (the study's metrics, data files,
+or one file of some runs) and where its code is. `declarations` imports the modules once, records those fields
+(`bnnrepro.dag_cache`) under a digest of every source file the modules run and of config/, and reads them back on
+later `snakemake` calls until one of those files changes.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bnnrepro.artifacts.registry import artifact_stem, drawing_modules, implementations
+from bnnrepro.dag_cache import cached, files_digest
+from bnnrepro.paths import config_dir
+from bnnrepro.sources import module_closure
+
+
+@dataclass(frozen=True)
+class ArtifactDeclaration:
+    """One artifact as its decorator declares it (see `bnnrepro.artifacts.registry.Implementation`), with its data
+    files at one scale and the module and file of its draw function."""
+
+    artifact_id: str
+    output: str
+    uses: str
+    module: str
+    source_file: str
+    data_files: tuple[str, ...] = ()
+    run_file: str | None = None
+    methods: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()
+
+    @property
+    def stem(self) -> str:
+        return artifact_stem(self.artifact_id)
+
+
+def declarations(scale: str, record: Path | None = None) -> dict[str, ArtifactDeclaration]:
+    """{artifact id: declaration} of every drawn artifact at `scale`, read from `record` while the files the
+    drawing modules run and config/ are unchanged."""
+    code = set().union(*(module_closure(module) for module in drawing_modules()))
+    digest = files_digest([*sorted(code), *sorted(config_dir().rglob("*.yaml"))], scale)
+    fields = cached(record, f"artifacts/{scale}", digest, lambda: _declare(scale))
+    return {
+        artifact_id: ArtifactDeclaration(**{k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()})
+        for artifact_id, entry in fields.items()
+    }
+
+
+def _declare(scale: str) -> dict[str, dict]:
+    return {
+        artifact_id: asdict(
+            ArtifactDeclaration(
+                artifact_id=artifact_id,
+                output=implementation.output,
+                uses=implementation.uses,
+                module=implementation.draw.__module__,
+                source_file=inspect.getsourcefile(implementation.draw),
+                data_files=tuple(implementation.data_files(scale)) if implementation.data_files else (),
+                run_file=implementation.run_file,
+                methods=implementation.methods,
+                datasets=implementation.datasets,
+            )
+        )
+        for artifact_id, implementation in implementations().items()
+    }

@@ -1,0 +1,54 @@
+"""The artifacts' declarations that the workflow reads at DAG time without importing the drawing code."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from bnnrepro import layout
+from bnnrepro.artifacts import declarations as declarations_module
+from bnnrepro.artifacts.declarations import declarations
+from bnnrepro.artifacts.registry import implementations
+from bnnrepro.train_configs import SCALES
+from tests.conftest import copy_project
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_declarations_say_what_the_registered_implementations_say(scale: str) -> None:
+    declared = declarations(scale)
+    drawn = implementations()
+    assert declared.keys() == drawn.keys()
+    for artifact_id, implementation in drawn.items():
+        declaration = declared[artifact_id]
+        assert declaration.stem == implementation.stem
+        assert (declaration.output, declaration.uses) == (implementation.output, implementation.uses)
+        assert declaration.module == implementation.draw.__module__
+        assert declaration.source_file == inspect.getsourcefile(implementation.draw)
+        assert (declaration.run_file, declaration.methods, declaration.datasets) == (
+            implementation.run_file,
+            implementation.methods,
+            implementation.datasets,
+        )
+        expected_data = tuple(implementation.data_files(scale)) if implementation.data_files else ()
+        assert declaration.data_files == expected_data
+
+
+def test_declarations_are_recorded_until_a_config_file_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = copy_project(tmp_path / "project")
+    monkeypatch.setenv("BNNREPRO_ROOT", str(project))
+    record = project / layout.DAG_CACHE
+    declared = []
+    real_declare = declarations_module._declare
+    monkeypatch.setattr(declarations_module, "_declare", lambda scale: declared.append(scale) or real_declare(scale))
+    first = declarations("smoke", record)
+    assert declarations("smoke", record) == first and declared == ["smoke"]
+    assert "artifacts/smoke" in json.loads(record.read_text())
+    declarations("default", record)
+    assert declared == ["smoke", "default"]
+    registry = project / "config/datasets.yaml"
+    registry.write_text(registry.read_text() + "\n# an edit\n")
+    declarations("smoke", record)
+    assert declared == ["smoke", "default", "smoke"]
