@@ -162,6 +162,13 @@ def make_problem(setting: Setting) -> Problem:
     return Problem(model, particles, x, y, prior_weights, log_likelihood, setting.num_train)
 
 
+def relative_difference(variant: str, problem: Problem) -> float:
+    """||phi_batched - phi_loop|| / ||phi_loop|| of one variant's directions at the problem's particles."""
+    batched, loop = VARIANTS[variant]
+    expected = loop(problem, problem.particles)
+    return float((batched(problem, problem.particles) - expected).norm() / expected.norm())
+
+
 def seconds_per_step(direction: Direction, problem: Problem, repeats: int) -> float:
     """Median time of direction + Adam step on -phi, after one warm-up step."""
     particles = problem.particles.clone()
@@ -190,8 +197,7 @@ def main() -> None:
         print(f"{name}: MLP {'-'.join(map(str, setting.widths))} ({problem.particles.shape[1]} weights), "
               f"{setting.particles} particles, batch {setting.batch}, {setting.task}")  # fmt: skip
         for variant, (batched, loop) in VARIANTS.items():
-            expected = loop(problem, problem.particles)
-            difference = float((batched(problem, problem.particles) - expected).norm() / expected.norm())
+            difference = relative_difference(variant, problem)
             assert difference < TOLERANCE, f"{variant}: batched and loop directions differ by {difference:.1e}"
             batched_seconds = seconds_per_step(batched, problem, args.repeats)
             loop_seconds = seconds_per_step(loop, problem, args.repeats)
