@@ -8,7 +8,6 @@ import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
-from scipy.stats import gaussian_kde
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
@@ -78,6 +77,8 @@ def expressive_posterior(context: ArtifactContext) -> Figure:
     joint.scatter(*samples.T, s=2, alpha=0.2, color=PATH_COLOUR)
     lo, hi = np.percentile(samples, [0.5, 99.5], axis=0)
     mesh = np.mgrid[lo[0] : hi[0] : 80j, lo[1] : hi[1] : 80j]
+    from scipy.stats import gaussian_kde  # here: scipy.stats takes a second to import, the other figures skip it
+
     density = gaussian_kde(samples.T)(mesh.reshape(2, -1)).reshape(mesh.shape[1:])
     joint.contour(mesh[0], mesh[1], density, levels=8, cmap="Blues")
     joint.set(xlabel=f"z at t0 = {t0:g}", ylabel=f"z at t1 = {t1:g}", xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]))

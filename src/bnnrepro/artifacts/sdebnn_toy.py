@@ -9,7 +9,6 @@ import pandas as pd
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
-from scipy.stats import gaussian_kde
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure, table
@@ -154,6 +153,8 @@ def bias_marginal(context: ArtifactContext) -> Figure:
     weights = arrays["weights_at_t1"]
     state_dim = arrays["hidden_paths"].shape[-1]  # the last layer's biases: the last `state_dim` weights
     pair = weights[:, -state_dim:][:, :2]
+    from scipy.stats import gaussian_kde  # here: scipy.stats takes a second to import, the other figures skip it
+
     kde = gaussian_kde(pair.T)
     lo, hi = pair.min(0), pair.max(0)
     grid = np.mgrid[lo[0] : hi[0] : 80j, lo[1] : hi[1] : 80j]
