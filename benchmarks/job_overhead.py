@@ -1,10 +1,11 @@
-"""Per-job overhead of a training job against a bare `python -c "import torch"`, measured in one run.
+"""Per-job overhead of training and figure/table jobs against bare imports of what they need, measured in one run.
 
-Prints the median wall time over N repetitions of:
-  bare torch      python -c "import torch"
+Prints the median wall time over N repetitions of, for a training job (against a bare `python -c "import torch"`):
   imports         python -c "import bnnrepro.train"
   start-up        imports + Hydra composition of the job's config (what a job does before training)
   whole job       `python -m bnnrepro.train` for 1 epoch of the UDN on spirals, minus its training time
+and for a figure or table job (against a bare `python -c "import matplotlib.pyplot, pandas"`), per module that
+draws artifacts: the imports of `python -m bnnrepro.artifacts` drawing one of that module's artifacts.
 Usage: python benchmarks/job_overhead.py [--repeats N]
 """
 
@@ -20,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bnnrepro.artifacts.registry import drawing_modules
 from bnnrepro.data.registry import generate_instance
 from bnnrepro.layout import RUN_METRICS
 
@@ -60,14 +62,23 @@ def main() -> None:
     repeats = parser.parse_args().repeats
     bare = median_time([sys.executable, "-c", "import torch"], repeats)
     results = {
-        "bare torch import": bare,
         "imports (bnnrepro.train)": median_time([sys.executable, "-c", "import bnnrepro.train"], repeats),
         "start-up (imports + config composition)": median_time([sys.executable, "-c", COMPOSE], repeats),
         "whole 1-epoch job minus training": whole_job(repeats),
     }
+    plotting = median_time([sys.executable, "-c", "import matplotlib.pyplot, pandas"], repeats)
+    figure_jobs = {
+        module: median_time([sys.executable, "-c", f"import bnnrepro.artifacts.__main__, {module}"], repeats)
+        for module in drawing_modules()
+    }
     print(f"machine: {platform.processor() or platform.machine()}, {platform.python_version()}, median of {repeats}")
+    print(f"{'bare torch import':42s} {bare:6.2f} s")
     for name, seconds in results.items():
         print(f"{name:42s} {seconds:6.2f} s   {seconds / bare:5.2f} x bare torch")
+    print(f"{'bare matplotlib.pyplot + pandas import':42s} {plotting:6.2f} s")
+    for module, seconds in figure_jobs.items():
+        name = f"figure/table job, {module.rpartition('.')[2]}"
+        print(f"{name:42s} {seconds:6.2f} s   {seconds / plotting:5.2f} x bare")
 
 
 if __name__ == "__main__":
