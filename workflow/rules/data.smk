@@ -13,6 +13,7 @@ rule generate_data:
     wildcard_constraints:
         dataset="[a-z0-9_]+",
         instance="[^/]+",
+    priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     params:
@@ -48,6 +49,7 @@ rule prepare_download:
         layout.log_file("data", "prepare_{download}"),
     wildcard_constraints:
         download=DOWNLOAD_NAMES,
+    priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     params:
@@ -66,6 +68,7 @@ rule prepare_packaged:
         layout.log_file("data", "prepare_{download}"),
     wildcard_constraints:
         download=PACKAGED_NAMES,
+    priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     params:
@@ -83,6 +86,7 @@ rule standin:
         layout.log_file("data", "standin_{download}"),
     wildcard_constraints:
         download=DOWNLOAD_NAMES,
+    priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     shell:

@@ -17,6 +17,7 @@ rule evaluate:
     wildcard_constraints:
         scale=SCALE_NAMES,
         evaluation="[a-z0-9_]+",
+    priority: EVALUATION_PRIORITY
     conda:
         "../../environment.yml"
     threads: config["threads_per_job"]
