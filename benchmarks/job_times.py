@@ -2,7 +2,8 @@
 runs spent training (the `train_seconds` of their metrics.json) against their jobs' wall time.
 
 Reads the start and end time Snakemake records for every output (.snakemake/metadata/); a job with several outputs
-(the same `job_hash`) counts once, from its earliest start to its latest end. The DAG's wall time is from the first job's start to the last job's end.
+(the same `job_hash`) counts once, from its earliest start to its latest end. The DAG's wall time is from the first
+job's start to the last job's end.
 Usage: python -m benchmarks.job_times [PROJECT]     (default: the current folder)
 """
 
