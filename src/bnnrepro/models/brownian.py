@@ -138,12 +138,12 @@ class BrownianBridgeTree(torchsde.BaseBrownian):
         h_reciprocal = 1 / (parent.end - parent.start)
         left_diff = parent.midway - parent.start
         right_diff = parent.end - parent.midway
-        mean = left_diff * increment * h_reciprocal
         var = left_diff * right_diff * h_reciprocal
         seed = np.random.SeedSequence(
             entropy=self._entropy, spawn_key=(parent.spawn_key, parent.depth), pool_size=POOL_SIZE
         ).generate_state(1)[0]
-        left = mean + math.sqrt(var) * self._randn(seed)
+        # torchsde's left_diff * W * h_reciprocal + sqrt(var) * Z, the same roundings, in place where it can
+        left = (increment * left_diff).mul_(h_reciprocal).add_(self._randn(seed).mul_(math.sqrt(var)))
         right = increment - left
         for child, value in ((parent.left, left), (parent.right, right)):
             self.cache[child] = value
