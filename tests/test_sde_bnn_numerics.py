@@ -251,6 +251,18 @@ def test_the_solver_takes_the_same_steps_as_a_hand_written_euler_maruyama(float6
     assert sde.split(reached).kl.min() > 0.1  # q != p: the KL terms are exercised
 
 
+def test_the_diffusion_is_sigma_on_the_weights_built_once_per_state_shape():
+    """g = [sigma I, 0, 0, 0] (eq. 9) whatever t and y; the same tensor again for the same shape, dtype and device,
+    a new one for another."""
+    sde = mlp_sdebnn(1, 1, width=4, drift_widths=(4,), sigma=0.3).sde
+    y = torch.randn(5, sde.num_weights + 6)
+    g = sde.g(torch.tensor(0.0), y)
+    assert torch.equal(g, torch.cat([torch.full((5, sde.num_weights), 0.3), torch.zeros(5, 6)], -1))
+    assert sde.g(torch.tensor(0.7), y + 1) is g
+    assert sde.g(torch.tensor(0.0), y[:3]).shape == (3, sde.num_weights + 6)
+    assert sde.g(torch.tensor(0.0), y.double()).dtype == torch.float64
+
+
 def test_a_solver_that_stops_early_is_an_error(monkeypatch):
     """The clock check of `integrate`: a solve over [0, 0.53] (the JAX fixed-grid bug) raises."""
     sdeint = torchsde.sdeint

@@ -230,6 +230,7 @@ class AugmentedWeightSDE(nn.Module):
         # drift evaluations in training mode (forward solves, and the adjoint's reverse solves): the NFE, the
         # solvers' cost axis (SDE-BNN paper Figs. 14, 15); a buffer, so that a resumed run keeps counting
         self.register_buffer("training_evaluations", torch.zeros((), dtype=torch.long))
+        self.diffusion: torch.Tensor | None = None  # g's value (`g`)
 
     @property
     def num_weights(self) -> int:
@@ -256,9 +257,14 @@ class AugmentedWeightSDE(nn.Module):
         return torch.cat([drift_w, drift_h, kl_rate, torch.ones_like(state.clock)], dim=-1)
 
     def g(self, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Diagonal diffusion [sigma, 0, 0, 0] (the "ckl" estimator)."""
-        w = y[:, : self.num_weights]
-        return torch.cat([self.posterior.prior.diffusion(t, w), y.new_zeros(y.shape[0], y.shape[1] - w.shape[1])], -1)
+        """Diagonal diffusion [sigma, 0, 0, 0] (the "ckl" estimator). It depends on neither t nor y (eq. 9: g = sigma
+        I), so it is built once per state shape, dtype and device and handed out again (nothing writes to it)."""
+        cached = self.diffusion
+        if cached is None or cached.shape != y.shape or cached.dtype != y.dtype or cached.device != y.device:
+            w = y[:, : self.num_weights]
+            zeros = y.new_zeros(y.shape[0], y.shape[1] - w.shape[1])
+            self.diffusion = cached = torch.cat([self.posterior.prior.diffusion(t, w), zeros], -1)
+        return cached
 
     def weight_noise_prod(self, t: torch.Tensor, y: torch.Tensor, dw_noise: torch.Tensor) -> torch.Tensor:
         """g(y) dB for the weights' increments dB [S, P]: [sigma dB, 0, u . dB (fmc/stl) or 0, 0]."""

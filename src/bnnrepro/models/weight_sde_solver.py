@@ -1,8 +1,9 @@
 """Solving the augmented SDE-BNN state over the whole depth interval [0, 1] in one solver call (SDE-BNN paper,
 Xu et al. 2022, §3, eq. 11).
 
-Both integrators are driven by the weights' Brownian motion, a torchsde `BrownianInterval` with one channel per
-weight (`brownian_motion`); which one runs depends on the SDE's KL estimator:
+Both integrators are driven by the weights' Brownian motion, with one channel per weight (`brownian_motion`): the
+path of a torchsde `BrownianInterval`, sampled by `bnnrepro.models.brownian.BrownianBridgeTree` where no Levy
+area is needed; which integrator runs depends on the SDE's KL estimator:
 
 * `ckl` (the KL integrand only, Li et al. 2020): torchsde with diagonal noise, `sdeint` (backprop through
   the solver) or `sdeint_adjoint` (the stochastic adjoint, SDE-BNN paper App. C.8), fixed or adaptive steps, any of
@@ -17,7 +18,7 @@ weight (`brownian_motion`); which one runs depends on the SDE's KL estimator:
 The state carries a clock (dc/dt = 1), so `integrate` checks that the solver really reached t = 1; the
 authors' JAX fixed grid (bayeSDE, `jaxsde/jaxsde/sdeint.py`) stops at t ~ 0.53, which this check rejects.
 
-Each `BrownianInterval` is a reference cycle that holds the noise it cached: a training loop should call
+A `BrownianInterval` is a reference cycle that holds the noise it cached: a training loop should call
 `gc.collect(1)` after each step (0.1 ms), or that memory (GPU memory on GPU) waits for a full collection.
 """
 
@@ -28,6 +29,8 @@ from typing import Protocol
 
 import torch
 import torchsde
+
+from bnnrepro.models.brownian import BrownianBridgeTree
 
 METHODS = ("euler", "milstein", "srk")
 CLOCK_TOLERANCE = 1e-4
@@ -76,22 +79,28 @@ class SolverSettings:
 
 def brownian_motion(
     sde: AugmentedSDE, y0: torch.Tensor, settings: SolverSettings, entropy: int | None = None
-) -> torchsde.BrownianInterval:
+) -> torchsde.BaseBrownian:
     """The weights' Brownian motion B_t on [0, 1], [num_samples, num_weights]; the same `entropy` gives the same
     path (for paired comparisons, e.g. adjoint vs backprop, or one estimator against another). Without one, the
     entropy is drawn from torch's generator, so that `torch.manual_seed` fixes the paths (torchsde would draw it
     from NumPy's global generator, which nothing seeds: a run's seed would not give the same numbers)."""
     if entropy is None:
         entropy = int(torch.randint(2**31 - 1, ()))
+    size = (y0.shape[0], sde.num_weights)
     # By default the interval tree is built for this step size (torchsde issue #109: much faster) and split where
     # the solver queries it, so the same entropy gives another path on another time grid. `paired_paths` samples
     # on torchsde's dyadic tree instead, where the path depends on the entropy alone: solves with other step sizes
     # or tolerances see the same path (test-time solver sweeps, SDE-BNN paper Figs. 6a, 11, 12).
-    tree = {"halfway_tree": True, "tol": PAIRED_PATH_RESOLUTION} if settings.paired_paths else {"dt": settings.dt}
+    if settings.paired_paths:
+        tree = {"halfway_tree": True, "tol": PAIRED_PATH_RESOLUTION}
+    elif settings.method != "srk":  # SRK needs the space-time Levy area, which only BrownianInterval samples
+        return BrownianBridgeTree(0.0, 1.0, size, y0.dtype, y0.device, entropy, settings.dt)
+    else:
+        tree = {"dt": settings.dt}
     return torchsde.BrownianInterval(
         t0=0.0,
         t1=1.0,
-        size=(y0.shape[0], sde.num_weights),
+        size=size,
         dtype=y0.dtype,
         device=y0.device,
         entropy=entropy,
@@ -107,7 +116,7 @@ class ZeroPaddedBrownian(torchsde.BaseBrownian):
     Brownian motion (and its cache) at num_weights channels instead of num_weights + B * hidden units.
     """
 
-    def __init__(self, weights: torchsde.BrownianInterval, state_size: int):
+    def __init__(self, weights: torchsde.BaseBrownian, state_size: int):
         super().__init__()
         self.weights, self.state_size = weights, state_size
 
@@ -144,7 +153,7 @@ def integrate(
     sde: AugmentedSDE,
     y0: torch.Tensor,
     settings: SolverSettings,
-    bm: torchsde.BrownianInterval | None = None,
+    bm: torchsde.BaseBrownian | None = None,
 ) -> torch.Tensor:
     """y(1) [num_samples, state] from y(0) = y0, integrating over the whole interval ts = [0, 1]; `bm` is the
     weights' Brownian motion (`brownian_motion`), a fresh one by default."""
@@ -170,7 +179,7 @@ def integrate(
     return y1
 
 
-def euler_maruyama(sde: AugmentedSDE, y0: torch.Tensor, num_steps: int, bm: torchsde.BrownianInterval) -> torch.Tensor:
+def euler_maruyama(sde: AugmentedSDE, y0: torch.Tensor, num_steps: int, bm: torchsde.BaseBrownian) -> torch.Tensor:
     """Ito Euler-Maruyama (App. A eq. 13) on t_i = i / num_steps: y += f dt + g(y) dB_w, with the weights'
     increments dB_w = bm(t_i, t_{i+1}) also driving the KL's martingale term."""
     times = torch.linspace(0.0, 1.0, num_steps + 1, dtype=y0.dtype, device=y0.device)
