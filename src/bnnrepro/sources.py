@@ -65,14 +65,22 @@ def module_closure(name: str) -> frozenset[Path]:
 def project_paths(files) -> list[str]:
     """Project-relative paths (src/bnnrepro/...) of package files; empty where the package is installed
     outside the project (then changes to them cannot be tracked)."""
-    paths = []
-    for path in sorted(files):
-        in_project = project_root() / "src" / "bnnrepro" / Path(path).relative_to(PACKAGE_DIR)
-        if in_project.exists():
-            paths.append(str(in_project.relative_to(project_root())))
-    return paths
+    root = project_root()
+    return [path for path in (_project_path(Path(file), root) for file in sorted(files)) if path is not None]
+
+
+@cache
+def _project_path(file: Path, root: Path) -> str | None:
+    in_project = root / "src" / "bnnrepro" / file.relative_to(PACKAGE_DIR)
+    return str(in_project.relative_to(root)) if in_project.exists() else None
 
 
 def source_files(*modules: str) -> list[str]:
     """Project-relative paths of the code the modules run."""
-    return project_paths(set().union(*(module_closure(m) for m in modules)))
+    return list(_source_files(modules, project_root()))
+
+
+@cache
+def _source_files(modules: tuple[str, ...], root: Path) -> tuple[str, ...]:
+    """`source_files`, once per DAG build (`root` keys the cache: the paths are relative to it)."""
+    return tuple(project_paths(set().union(*(module_closure(m) for m in modules))))
