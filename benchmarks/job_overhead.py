@@ -5,7 +5,8 @@ Prints the median wall time over N repetitions of, for a training job (against a
   start-up        imports + Hydra composition of the job's config (what a job does before training)
   whole job       `python -m bnnrepro.train` for 1 epoch of the UDN on spirals, minus its training time
 and for a figure or table job (against a bare `python -c "import matplotlib.pyplot, pandas"`), per module that
-draws artifacts: the imports of `python -m bnnrepro.artifacts` drawing one of that module's artifacts.
+draws artifacts: the imports of `python -m bnnrepro.artifacts` drawing one of that module's artifacts. The job
+processes freeze their imported objects (bnnrepro.job_process) before they start work; so do the measured imports.
 Usage: python benchmarks/job_overhead.py [--repeats N]
 """
 
@@ -25,8 +26,10 @@ from bnnrepro.artifacts.registry import drawing_modules
 from bnnrepro.data.registry import generate_instance
 from bnnrepro.layout import RUN_METRICS
 
+FREEZE = "; from bnnrepro.job_process import freeze_imported_objects; freeze_imported_objects()"
+"""What an entry point does once its imports are done (bnnrepro.job_process)."""
 COMPOSE = (
-    "from bnnrepro.train import compose_config; "
+    "from bnnrepro.train import compose_config" + FREEZE + "; "
     "compose_config(['method=udn', 'dataset=spirals', 'scale=default', 'run_dir=x', 'dataset.path=x'])"
 )
 
@@ -62,13 +65,14 @@ def main() -> None:
     repeats = parser.parse_args().repeats
     bare = median_time([sys.executable, "-c", "import torch"], repeats)
     results = {
-        "imports (bnnrepro.train)": median_time([sys.executable, "-c", "import bnnrepro.train"], repeats),
+        "bare torch import, then gc.freeze": median_time([sys.executable, "-c", "import torch" + FREEZE], repeats),
+        "imports (bnnrepro.train)": median_time([sys.executable, "-c", "import bnnrepro.train" + FREEZE], repeats),
         "start-up (imports + config composition)": median_time([sys.executable, "-c", COMPOSE], repeats),
         "whole 1-epoch job minus training": whole_job(repeats),
     }
     plotting = median_time([sys.executable, "-c", "import matplotlib.pyplot, pandas"], repeats)
     figure_jobs = {
-        module: median_time([sys.executable, "-c", f"import bnnrepro.artifacts.__main__, {module}"], repeats)
+        module: median_time([sys.executable, "-c", f"import bnnrepro.artifacts.__main__, {module}" + FREEZE], repeats)
         for module in drawing_modules()
     }
     print(f"machine: {platform.processor() or platform.machine()}, {platform.python_version()}, median of {repeats}")

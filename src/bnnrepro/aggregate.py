@@ -14,6 +14,7 @@ import pandas as pd
 
 from bnnrepro import layout
 from bnnrepro.files import write_atomic
+from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.studies import load_study
 
 
@@ -39,4 +40,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    freeze_imported_objects()
     main()

@@ -26,6 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import peak_memory_mib, resolve_device
 from bnnrepro.errors import DivergedError
+from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.methods import build_method
 from bnnrepro.metrics import classification_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
@@ -209,4 +210,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    freeze_imported_objects()
     main()

@@ -10,6 +10,7 @@ from pathlib import Path
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import implementation
 from bnnrepro.artifacts.render import compare_with_published, save_figure, save_table
+from bnnrepro.job_process import freeze_imported_objects
 
 
 def main() -> None:
@@ -33,4 +34,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    freeze_imported_objects()
     main()

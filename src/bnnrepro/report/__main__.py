@@ -3,6 +3,7 @@
 import argparse
 from pathlib import Path
 
+from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.report.typst_report import build_report
 
 
@@ -15,4 +16,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    freeze_imported_objects()
     main()

@@ -24,6 +24,7 @@ import pandas as pd
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.files import write_atomic
+from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.paths import project_root
 from bnnrepro.sources import PACKAGE_DIR
 from bnnrepro.studies import load_study
@@ -122,4 +123,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    freeze_imported_objects()
     main()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from bnnrepro.artifacts.render import TABLE_COLUMNS, save_table, standard_error
+from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.layout import PAIR_SEPARATOR
 
 REPLICATES = ("split",)
@@ -54,4 +55,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    freeze_imported_objects()
     main()
