@@ -3,8 +3,8 @@
 The draw functions' modules import torch, matplotlib and seaborn (seconds); the workflow needs only what their
 `@figure`/`@table` decorators declare: the output kind, what the artifact reads (the study's metrics, data files,
 or one file of some runs) and where its code is. `declarations` imports the modules once, records those fields
-(`bnnrepro.dag_cache`) under a digest of every source file the modules run and of config/, and reads them back on
-later `snakemake` calls until one of those files changes.
+(`bnnrepro.dag_cache`) under a digest of every source file the modules run, the catalog they register against
+and config/, and reads them back on later `snakemake` calls until one of those files changes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import inspect
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bnnrepro.artifacts.registry import artifact_stem, drawing_modules, implementations
+from bnnrepro.artifacts.registry import CATALOG, artifact_stem, drawing_modules, implementations
 from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.paths import config_dir
 from bnnrepro.sources import module_closure
@@ -41,9 +41,9 @@ class ArtifactDeclaration:
 
 def declarations(scale: str, record: Path | None = None) -> dict[str, ArtifactDeclaration]:
     """{artifact id: declaration} of every drawn artifact at `scale`, read from `record` while the files the
-    drawing modules run and config/ are unchanged."""
+    drawing modules run, the catalog and config/ are unchanged."""
     code = set().union(*(module_closure(module) for module in drawing_modules()))
-    digest = files_digest([*sorted(code), *sorted(config_dir().rglob("*.yaml"))], scale)
+    digest = files_digest([*sorted(code), CATALOG, *sorted(config_dir().rglob("*.yaml"))], scale)
     fields = cached(record, f"artifacts/{scale}", digest, lambda: _declare(scale))
     return {
         artifact_id: ArtifactDeclaration(**{k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()})
