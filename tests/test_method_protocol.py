@@ -5,12 +5,15 @@ minimise (whose gradient is exactly -phi), HMC's step reports its draws' negativ
 
 from __future__ import annotations
 
+import importlib
 import math
+import pkgutil
 
 import pytest
 import torch
 from torch import nn
 
+import bnnrepro.methods
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.errors import DivergedError
 from bnnrepro.inference.posterior_targets import GaussianLogLikelihood, NetworkPosterior, SamplingTarget
@@ -64,6 +67,17 @@ def test_a_method_missing_a_hook_is_an_error_naming_the_hook_and_the_module(monk
     assert __name__ in str(error.value)
     with pytest.raises(TypeError, match="must be an nn.Module"):
         check_method(object(), "some.module")
+
+
+def test_method_modules_reads_what_each_module_declares_in_its_methods_tuple() -> None:
+    """`method_modules` reads `METHODS = (...)` from the source, not the import: the two must agree, for every
+    module of the package that declares one."""
+    imported = {
+        name: info.name
+        for info in pkgutil.iter_modules(bnnrepro.methods.__path__, "bnnrepro.methods.")
+        for name in getattr(importlib.import_module(info.name), "METHODS", ())
+    }
+    assert imported == METHOD_MODULES
 
 
 def test_the_hooks_are_the_protocols() -> None:

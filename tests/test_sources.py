@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import pytest
 
 from bnnrepro.artifacts.registry import drawing_modules
 from bnnrepro.methods import METHOD_MODULES
-from bnnrepro.sources import module_closure
+from bnnrepro.sources import import_graph, module_closure
 
 ENTRY_POINTS = {
     "training job": ["bnnrepro.train", *sorted(set(METHOD_MODULES.values()))],
@@ -31,3 +32,13 @@ def test_the_closure_holds_every_project_module_python_imports(job: str) -> None
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
     closure = {str(path) for module in modules for path in module_closure(module)}
     assert loaded and set(loaded) <= closure
+
+
+def test_the_recorded_import_graph_is_the_parsed_one(tmp_path) -> None:
+    """The workflow reads the import graph back from its DAG-time record: what it reads is what parsing gives."""
+    record = tmp_path / "dag_cache.json"
+    parsed = import_graph.__wrapped__(None)
+    assert import_graph.__wrapped__(record) == parsed  # computed and recorded
+    assert "import_graph" in json.loads(record.read_text())
+    assert import_graph.__wrapped__(record) == parsed  # read back
+    assert set(parsed["bnnrepro.train"]) >= {"bnnrepro.methods", "bnnrepro.data.registry"}

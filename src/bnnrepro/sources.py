@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 import bnnrepro
+from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.paths import project_root
 
 PACKAGE_DIR = Path(bnnrepro.__file__).parent
@@ -48,9 +49,32 @@ def _imported_modules(path: Path, name: str) -> frozenset[str]:
 
 
 @cache
-def module_closure(name: str) -> frozenset[Path]:
+def import_graph(record: Path | None = None) -> dict[str, tuple[str, ...]]:
+    """{module: the bnnrepro modules its import statements name} for every module of the package. Parsing them
+    all is a tenth of a second of every `snakemake` call: with `record` (`bnnrepro.dag_cache`), the graph is read
+    back while no source file of the package has changed."""
+    modules = {_module_name(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
+    graph = cached(
+        record,
+        "import_graph",
+        files_digest(modules.values()),
+        lambda: {name: sorted(_imported_modules(path, name)) for name, path in modules.items()},
+    )
+    return {name: tuple(imports) for name, imports in graph.items()}
+
+
+def _module_name(path: Path) -> str:
+    """.../bnnrepro/a/b.py -> bnnrepro.a.b; .../bnnrepro/a/__init__.py -> bnnrepro.a."""
+    parts = path.relative_to(PACKAGE_DIR).with_suffix("").parts
+    return ".".join(["bnnrepro", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+@cache
+def module_closure(name: str, record: Path | None = None) -> frozenset[Path]:
     """Source files of `name` and of every bnnrepro module it imports, transitively, with the packages that hold
-    them (importing `bnnrepro.a.b` runs `bnnrepro/__init__.py` and `bnnrepro/a/__init__.py` first)."""
+    them (importing `bnnrepro.a.b` runs `bnnrepro/__init__.py` and `bnnrepro/a/__init__.py` first). `record`: see
+    `import_graph`."""
+    graph = import_graph(record)
     seen, todo = set(), [name]
     while todo:
         module = todo.pop()
@@ -58,7 +82,7 @@ def module_closure(name: str) -> frozenset[Path]:
         if path is None or path in seen:
             continue
         seen.add(path)
-        todo += sorted(_imported_modules(path, module)) + [module.rpartition(".")[0]]
+        todo += [*graph[module], module.rpartition(".")[0]]
     return frozenset(seen)
 
 
@@ -75,12 +99,12 @@ def _project_path(file: Path, root: Path) -> str | None:
     return str(in_project.relative_to(root)) if in_project.exists() else None
 
 
-def source_files(*modules: str) -> list[str]:
-    """Project-relative paths of the code the modules run."""
-    return list(_source_files(modules, project_root()))
+def source_files(*modules: str, record: Path | None = None) -> list[str]:
+    """Project-relative paths of the code the modules run. `record`: see `import_graph`."""
+    return list(_source_files(modules, project_root(), record))
 
 
 @cache
-def _source_files(modules: tuple[str, ...], root: Path) -> tuple[str, ...]:
+def _source_files(modules: tuple[str, ...], root: Path, record: Path | None) -> tuple[str, ...]:
     """`source_files`, once per DAG build (`root` keys the cache: the paths are relative to it)."""
-    return tuple(project_paths(set().union(*(module_closure(m) for m in modules))))
+    return tuple(project_paths(set().union(*(module_closure(m, record) for m in modules))))

@@ -4,7 +4,7 @@
 rule aggregate:
     input:
         metrics=study_run_metrics,
-        code=source_files("bnnrepro.aggregate"),
+        code=source_files("bnnrepro.aggregate", record=DAG_RECORD),
     output:
         report(
             layout.study_metrics_file(),
@@ -26,7 +26,7 @@ rule aggregate:
 rule study_summary:
     input:
         metrics=layout.study_metrics_file(SCALE),
-        code=source_files("bnnrepro.report.study_summary"),
+        code=source_files("bnnrepro.report.study_summary", record=DAG_RECORD),
     output:
         csv=report(
             layout.artifact_file("table", "csv", layout.study_summary_stem()),

@@ -47,6 +47,9 @@ try:
 except RegistryError as err:
     raise WorkflowError(str(err)) from None
 TIMESTAMPS = layout.timestamps_file(SCALE)
+# Work done while the DAG is built and kept for the next call (bnnrepro.dag_cache): the studies' override checks,
+# the artifact declarations, the package's import graph.
+DAG_RECORD = Path(layout.DAG_CACHE)
 
 # Job priorities: of the jobs ready to run, Snakemake's scheduler starts those of higher priority first and then those
 # with the largest inputs, so without them data preparation (whose only inputs are its code) ran last: at smoke, the
@@ -71,7 +74,7 @@ def _load_studies():
         studies = {name: load_study(name) for name in config["studies"]}
         if workflow.is_main_process:  # a job's own Snakemake (SLURM) trusts the main process's check
             for study in studies.values():
-                check_overrides(study, Path(layout.DAG_CACHE))
+                check_overrides(study, DAG_RECORD)
     except (StudyError, RegistryError) as err:
         raise WorkflowError(str(err)) from None
     return studies
@@ -90,7 +93,7 @@ def _implemented_artifacts():
     """{stem: (study, declaration)} of the artifacts the enabled studies list; an id that is not in the catalog
     or that no function draws stops the DAG build with a message naming it."""
     known = {entry["id"] for entry in catalog()["artifacts"]}
-    drawn = declarations(SCALE, Path(layout.DAG_CACHE))
+    drawn = declarations(SCALE, DAG_RECORD)
     artifacts = {}
     for study in STUDIES.values():
         for artifact_id in study.artifacts:
@@ -129,7 +132,7 @@ def train_code(wildcards):
     """Source files the training job runs: a code change reruns exactly the runs it affects."""
     study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
-    return source_files("bnnrepro.train", METHOD_MODULES[config_method_name(method)])
+    return source_files("bnnrepro.train", METHOD_MODULES[config_method_name(method)], record=DAG_RECORD)
 
 
 def evaluation_code(wildcards):
@@ -138,7 +141,7 @@ def evaluation_code(wildcards):
     study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
     modules = ["bnnrepro.evaluations.__main__", METHOD_MODULES[config_method_name(method)]]
-    return source_files(*modules, declared_evaluation(wildcards.evaluation).code) + [
+    return source_files(*modules, declared_evaluation(wildcards.evaluation).code, record=DAG_RECORD) + [
         str(evaluations_file().relative_to(project_root()))
     ]
 
@@ -157,7 +160,7 @@ def evaluation_data_arguments(wildcards):
 
 def data_code(wildcards):
     generator_module = dataset(wildcards.dataset).generator.split(":")[0]
-    return source_files("bnnrepro.data.__main__", generator_module)
+    return source_files("bnnrepro.data.__main__", generator_module, record=DAG_RECORD)
 
 
 def data_configs(wildcards):
@@ -185,7 +188,7 @@ def download_code(step):
 
     def code(wildcards):
         step_module = getattr(dataset(wildcards.download), step).split(":")[0]
-        return source_files("bnnrepro.data.__main__", step_module)
+        return source_files("bnnrepro.data.__main__", step_module, record=DAG_RECORD)
 
     return code
 
@@ -260,7 +263,7 @@ def evaluation_gpus(wildcards):
 
 def artifact_inputs(wildcards):
     study, implementation = ARTIFACTS[wildcards.stem]
-    code = source_files("bnnrepro.artifacts.__main__", implementation.module)
+    code = source_files("bnnrepro.artifacts.__main__", implementation.module, record=DAG_RECORD)
     inputs = {"code": code + project_paths([CATALOG])}
     if implementation.uses == "metrics":
         inputs["metrics"] = layout.study_metrics_file(SCALE, study.name)
@@ -351,7 +354,7 @@ def artifact_stems(kind):
 
 def report_code(module):
     """Source files of a report step, and the catalog it reads."""
-    return source_files(module) + project_paths([CATALOG])
+    return source_files(module, record=DAG_RECORD) + project_paths([CATALOG])
 
 
 def draw_function_files():

@@ -40,7 +40,7 @@ rule report:
 rule record_timestamps:
     input:
         results=result_files(),
-        code=source_files("bnnrepro.result_timestamps"),
+        code=source_files("bnnrepro.result_timestamps", record=DAG_RECORD),
     output:
         timestamps=TIMESTAMPS,
     log:

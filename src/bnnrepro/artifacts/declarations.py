@@ -42,7 +42,7 @@ class ArtifactDeclaration:
 def declarations(scale: str, record: Path | None = None) -> dict[str, ArtifactDeclaration]:
     """{artifact id: declaration} of every drawn artifact at `scale`, read from `record` while the files the
     drawing modules run, the catalog and config/ are unchanged."""
-    code = set().union(*(module_closure(module) for module in drawing_modules()))
+    code = set().union(*(module_closure(module, record) for module in drawing_modules()))
     digest = files_digest([*sorted(code), CATALOG, *sorted(config_dir().rglob("*.yaml"))], scale)
     fields = cached(record, f"artifacts/{scale}", digest, lambda: _declare(scale))
     return {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,20 +23,23 @@ if TYPE_CHECKING:  # the workflow reads METHOD_MODULES when it builds the DAG: n
     from bnnrepro.methods.protocol import Method
 
 
+DECLARED_METHODS = re.compile(r"^METHODS\s*=\s*(\([^)]*\))", flags=re.MULTILINE)
+"""A module's `METHODS = ("name", ...)` declaration; group 1 is the tuple."""
+
+
 def method_modules() -> dict[str, str]:
     """{Hydra method name: module} from the `METHODS` tuple that each module of this package declares, read from
-    the source (`ast`), so that no method's module is imported before its method runs: a new method is its module
-    and its config file, with no list to edit here."""
+    the source (`METHODS = (...)` at the start of a line), so that no method's module is imported before its
+    method runs: a new method is its module and its config file, with no list to edit here. (The workflow reads
+    this on every `snakemake` call: a full parse of every module took a tenth of a second.)"""
     modules: dict[str, str] = {}
     for path in sorted(Path(__file__).parent.glob("*.py")):
         module = f"{__name__}.{path.stem}"
-        for node in ast.parse(path.read_text(), filename=str(path)).body:
-            targets = node.targets if isinstance(node, ast.Assign) else []
-            if any(isinstance(t, ast.Name) and t.id == "METHODS" for t in targets):
-                for name in ast.literal_eval(node.value):
-                    if name in modules:
-                        raise ValueError(f"method {name!r} is declared by both {modules[name]} and {module}")
-                    modules[name] = module
+        for names in DECLARED_METHODS.findall(path.read_text()):
+            for name in ast.literal_eval(names):
+                if name in modules:
+                    raise ValueError(f"method {name!r} is declared by both {modules[name]} and {module}")
+                modules[name] = module
     return modules
 
 
