@@ -5,8 +5,10 @@ Prints the median wall time over N repetitions of, for a training job (against a
   start-up        imports + Hydra composition of the job's config (what a job does before training)
   whole job       `python -m bnnrepro.train` for 1 epoch of the UDN on spirals, minus its training time
 and for a figure or table job (against a bare `python -c "import matplotlib.pyplot, pandas"`), per module that
-draws artifacts: the imports of `python -m bnnrepro.artifacts` drawing one of that module's artifacts. The job
-processes freeze their imported objects (bnnrepro.job_process) before they start work; so do the measured imports.
+draws artifacts: the imports of `python -m bnnrepro.artifacts` drawing one of that module's artifacts; and against
+`import matplotlib.pyplot, pandas, seaborn`, the floor of a job that draws with seaborn (its import loads scipy.stats).
+The job processes freeze their imported objects (bnnrepro.job_process) before they start work; so do the measured
+imports.
 Usage: python benchmarks/job_overhead.py [--repeats N]
 """
 
@@ -71,6 +73,7 @@ def main() -> None:
         "whole 1-epoch job minus training": whole_job(repeats),
     }
     plotting = median_time([sys.executable, "-c", "import matplotlib.pyplot, pandas"], repeats)
+    with_seaborn = median_time([sys.executable, "-c", "import matplotlib.pyplot, pandas, seaborn"], repeats)
     figure_jobs = {
         module: median_time([sys.executable, "-c", f"import bnnrepro.artifacts.__main__, {module}" + FREEZE], repeats)
         for module in drawing_modules()
@@ -80,9 +83,11 @@ def main() -> None:
     for name, seconds in results.items():
         print(f"{name:42s} {seconds:6.2f} s   {seconds / bare:5.2f} x bare torch")
     print(f"{'bare matplotlib.pyplot + pandas import':42s} {plotting:6.2f} s")
+    print(f"{'bare matplotlib.pyplot + pandas + seaborn':42s} {with_seaborn:6.2f} s")
     for module, seconds in figure_jobs.items():
         name = f"figure/table job, {module.rpartition('.')[2]}"
-        print(f"{name:42s} {seconds:6.2f} s   {seconds / plotting:5.2f} x bare")
+        ratios = f"{seconds / plotting:5.2f} x bare, {seconds / with_seaborn:5.2f} x with seaborn"
+        print(f"{name:42s} {seconds:6.2f} s   {ratios}")
 
 
 if __name__ == "__main__":

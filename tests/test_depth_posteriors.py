@@ -16,8 +16,8 @@ from bnnrepro.inference.depth_posteriors import (
     TruncatedPoisson,
     UniformDepthPrior,
     expected_depth,
-    poisson_quantile,
 )
+from bnnrepro.inference.poisson import poisson_quantile
 
 # UDN paper Fig. 5 (App. A): m(q(k)) = 0.95-quantile of the unshifted Poisson(k), k = 1..70, and delta_k.
 SPEC_FIG5_M = [

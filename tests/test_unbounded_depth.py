@@ -12,8 +12,8 @@ from bnnrepro.inference.depth_posteriors import (
     PointMassPrior,
     ShiftedPoissonPrior,
     TruncatedPoisson,
-    poisson_quantile,
 )
+from bnnrepro.inference.poisson import poisson_quantile
 from bnnrepro.methods.depth_networks import DepthNetworkMethod
 from bnnrepro.models.unbounded_depth import UnboundedDepthNetwork, fully_connected_layer, linear_head
 from bnnrepro.optim import Adam

@@ -13,7 +13,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure, table
 from bnnrepro.data.registry import data_path
 from bnnrepro.data.spec import Splits
-from bnnrepro.inference.depth_posteriors import poisson_quantile
+from bnnrepro.inference.poisson import poisson_quantile
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 

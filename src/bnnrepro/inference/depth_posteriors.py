@@ -14,24 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from bnnrepro.errors import DivergedError
-
-
-def poisson_quantile(rate: float, level: float, limit: int | None = None) -> int:
-    """Smallest integer k >= 0 with P(X <= k) >= level for X ~ Poisson(rate).
-
-    With `limit`, raise DivergedError instead of searching beyond k = limit.
-    """
-    if not 0 < rate < math.inf:
-        raise DivergedError(f"Poisson rate must be positive and finite, got {rate}")
-    k, log_pmf = 0, -rate
-    cdf = math.exp(log_pmf)
-    while cdf < level:
-        if limit is not None and k >= limit:
-            raise DivergedError(f"the {level}-quantile of Poisson({rate:.4g}) exceeds {limit}")
-        k += 1
-        log_pmf += math.log(rate) - math.log(k)
-        cdf += math.exp(log_pmf)
-    return k
+from bnnrepro.inference.poisson import poisson_quantile
 
 
 def shifted_poisson_log_probs(rate: torch.Tensor, max_depth: int) -> torch.Tensor:
