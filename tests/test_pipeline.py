@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +18,7 @@ import pytest
 import yaml
 from pypdf import PdfReader
 
+from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog
 from tests.conftest import OFFLINE, copy_project, run
 
@@ -175,3 +177,43 @@ def test_snakemake_html_report_builds(built: Path) -> None:
     run(["snakemake", "--report", "reports/report.html"], built)
     html = (built / "reports/report.html").read_text()
     assert "udn_fig3a" in html and "udn_table1" in html
+
+
+TINY_STUDY = {
+    "paper": "own",
+    "description": "One UDN run on spirals, to run at another scale than the rest.",
+    "grids": {"main": {"method": ["udn"], "dataset": ["spirals"], "dataset.omega": [2], "seed": [0]}},
+    "method_variants": {"udn": {"method": "udn"}},
+}
+
+
+def planned_outputs(dry_run_output: str, rule: str) -> list[str]:
+    """The output files of the planned jobs of one rule, from `snakemake -n`'s job listing."""
+    return re.findall(rf"^(?:localrule|rule) {rule}:\n(?:\s+\w+: .*\n)*?\s+output: ([^\n,]+)", dry_run_output, re.M)
+
+
+def test_a_study_at_another_scale_joins_the_smoke_report_and_retrains_nothing_else(built: Path, tmp_path: Path) -> None:
+    """`study_scales` runs chosen studies at `default` beside the smoke ones: only their runs are planned, under
+    results/default/; a real run of one of them builds its results and the report, which names each artifact's and
+    study's scale; dropping it again retrains nothing (every scale's runs are kept)."""
+    project = tmp_path / "project"
+    shutil.copytree(built, project, symlinks=True)
+    (project / "config/studies/tiny.yaml").write_text(yaml.safe_dump(TINY_STUDY))
+    studies = [*yaml.safe_load((project / "config/config.yaml").read_text())["studies"], "tiny"]
+    with_tiny = f"studies=[{','.join(studies)}]"
+
+    planned = run(["snakemake", "-n", "--config", with_tiny, "study_scales={tiny: default, udn_spirals: default}"],
+                  project).stdout  # fmt: skip
+    trained = planned_outputs(planned, "train")
+    assert trained and all(path.startswith("results/default/") for path in trained)
+    assert {path.split("/")[2] for path in trained} == {"tiny", "udn_spirals"}  # results/<scale>/<study>/runs/...
+
+    run(["snakemake", "--cores", "2", "--config", with_tiny, "study_scales={tiny: default}"], project)
+    assert (project / layout.study_metrics_file("default", "tiny")).is_file()
+    manifest = json.loads((project / "results/smoke/report_manifest.json").read_text())
+    assert manifest["provenance"]["study_scales"] == {"tiny": "default"}
+    assert [study["scale"] for study in manifest["own_studies"]] == ["default"]
+    assert {a["scale"] for a in manifest["artifacts"] if a["status"] == "reproduced"} == {"smoke"}
+
+    back = scheduled_jobs(run(["snakemake", "-n"], project).stdout)
+    assert "train" not in back and "evaluate" not in back

@@ -25,7 +25,7 @@ rule aggregate:
 # A study of your own (`paper: own`): a table of its test metrics, mean and standard error over seeds.
 rule study_summary:
     input:
-        metrics=layout.study_metrics_file(SCALE),
+        metrics=study_metrics,
         code=source_files("bnnrepro.report.study_summary", record=DAG_RECORD),
     output:
         csv=report(
@@ -37,7 +37,7 @@ rule study_summary:
         md=layout.artifact_file("table", "md", layout.study_summary_stem()),
         tex=layout.artifact_file("table", "tex", layout.study_summary_stem()),
     log:
-        layout.log_file("aggregate", f"{SCALE}/{{study}}_summary"),
+        layout.log_file("aggregate", "{study}_summary"),
     wildcard_constraints:
         study=OWN_STUDY_NAMES,
     conda:

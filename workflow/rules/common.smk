@@ -38,6 +38,7 @@ validate(config, schema="../schemas/config.schema.yaml")
 
 SCALE = config["scale"]
 SCALE_NAMES = "|".join(SCALES)
+config.setdefault("study_scales", {})
 REAL_DATA = config["real_data"]
 
 # config/datasets.yaml against its schema, its function references, and config 'real_data', before any job runs.
@@ -82,9 +83,35 @@ def _load_studies():
 
 STUDIES = _load_studies()
 OWN_STUDY_NAMES = "|".join(name for name, study in STUDIES.items() if study.is_own) or "^$"
-RUNS = {run.folder: (study, run) for study in STUDIES.values() for run in study.runs(SCALE)}
+
+
+def _check_study_scales():
+    """config 'study_scales' may name only enabled studies (its values are checked by the schema)."""
+    unknown = sorted(set(config["study_scales"]) - set(STUDIES))
+    if unknown:
+        raise WorkflowError(
+            f"config 'study_scales': {', '.join(map(repr, unknown))} not among the enabled studies "
+            f"({', '.join(STUDIES) or 'none'}); add it to 'studies' or remove it from 'study_scales'"
+        )
+
+
+_check_study_scales()
+
+
+def study_scale(name):
+    """The scale a study runs at: its entry in config 'study_scales', else config 'scale'."""
+    return config["study_scales"].get(name, SCALE)
+
+
+def study_runs(study):
+    """The runs of a study at its scale."""
+    return study.runs(study_scale(study.name))
+
+
+RUNS = {run.folder: (study, run) for study in STUDIES.values() for run in study_runs(study)}
 try:
-    check_protocol_files([run for _, run in RUNS.values()], SCALE)
+    for scale in sorted({study_scale(name) for name in STUDIES}):
+        check_protocol_files([run for study, run in RUNS.values() if study_scale(study.name) == scale], scale)
 except (FileNotFoundError, ValueError) as err:
     raise WorkflowError(str(err)) from None
 
@@ -93,9 +120,9 @@ def _implemented_artifacts():
     """{stem: (study, declaration)} of the artifacts the enabled studies list; an id that is not in the catalog
     or that no function draws stops the DAG build with a message naming it."""
     known = {entry["id"] for entry in catalog()["artifacts"]}
-    drawn = declarations(SCALE, DAG_RECORD)
     artifacts = {}
     for study in STUDIES.values():
+        drawn = declarations(study_scale(study.name), DAG_RECORD)
         for artifact_id in study.artifacts:
             if artifact_id not in known:
                 raise WorkflowError(
@@ -115,8 +142,13 @@ ARTIFACTS = _implemented_artifacts()
 
 
 def study_run_metrics(wildcards):
-    """metrics.json of every run of a study at the configured scale."""
-    return [run.file(layout.RUN_METRICS) for run in STUDIES[wildcards.study].runs(SCALE)]
+    """metrics.json of every run of a study at the scale of the tidy CSV asked for."""
+    return [run.file(layout.RUN_METRICS) for run in STUDIES[wildcards.study].runs(wildcards.scale)]
+
+
+def study_metrics(wildcards):
+    """The tidy metrics CSV of a study at its scale."""
+    return layout.study_metrics_file(study_scale(wildcards.study), wildcards.study)
 
 
 def study_run(wildcards):
@@ -220,7 +252,7 @@ def run_override_list(wildcards):
     study, run = study_run(wildcards)
     return [
         *study.overrides(run, REAL_DATA),
-        f"scale={SCALE}",
+        f"scale={wildcards.scale}",
         f"run_dir='{run.folder}'",
         f"device={config['device']}",
         f"threads={config['threads_per_job']}",
@@ -266,7 +298,7 @@ def artifact_inputs(wildcards):
     code = source_files("bnnrepro.artifacts.__main__", implementation.module, record=DAG_RECORD)
     inputs = {"code": code + project_paths([CATALOG])}
     if implementation.uses == "metrics":
-        inputs["metrics"] = layout.study_metrics_file(SCALE, study.name)
+        inputs["metrics"] = layout.study_metrics_file(study_scale(study.name), study.name)
     if implementation.uses == "data":
         inputs["data"] = list(implementation.data_files)
     if implementation.uses == "runs":
@@ -279,7 +311,7 @@ def artifact_run_files(study, implementation):
     any (e.g. config.yaml, or eval/<evaluation>.npz, which rule `evaluate` makes)."""
     return [
         run.file(implementation.run_file)
-        for run in study.runs(SCALE)
+        for run in study_runs(study)
         if run.method in implementation.methods
         and (not implementation.datasets or run.dataset in implementation.datasets)
     ]
@@ -287,7 +319,7 @@ def artifact_run_files(study, implementation):
 
 def artifact_arguments(wildcards, input):
     study, implementation = ARTIFACTS[wildcards.stem]
-    arguments = [implementation.artifact_id, f"--study {study.name}", f"--scale {SCALE}"]
+    arguments = [implementation.artifact_id, f"--study {study.name}", f"--scale {study_scale(study.name)}"]
     if "metrics" in input.keys():
         arguments.append(f"--metrics {input.metrics}")
     if "data" in input.keys():
@@ -308,14 +340,14 @@ def artifact_files(kind):
 
 
 def result_files():
-    """Every file the workflow makes at this scale: data, runs, tidy metrics, figures, tables, the report."""
-    runs = [run for study in STUDIES.values() for run in study.runs(SCALE)]
+    """Every file the workflow makes at the studies' scales: data, runs, tidy metrics, figures, tables, the report."""
+    runs = [run for study in STUDIES.values() for run in study_runs(study)]
     return sorted(
         {
             *prepared_datasets(),
             *(run.data_file(REAL_DATA) for run in runs),
             *(run.file(name) for run in runs for name in layout.TRAINING_OUTPUTS.values()),
-            *(layout.study_metrics_file(SCALE, study) for study in STUDIES),
+            *(layout.study_metrics_file(study_scale(study), study) for study in STUDIES),
             *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files),
             *(f for study, impl in ARTIFACTS.values() if impl.uses == "runs" for f in artifact_run_files(study, impl)),
             *evaluation_extra_data(),
@@ -335,8 +367,12 @@ def result_files():
 
 def evaluation_extra_data():
     """The extra datasets (config/evaluations.yaml `data`) of the evaluations that artifacts draw from."""
-    names = {layout.evaluation_name(impl.run_file) for _, impl in ARTIFACTS.values() if impl.uses == "runs"}
-    return [f for name in names if name is not None for f in extra_data_files(name, SCALE, REAL_DATA).values()]
+    needed = {
+        (layout.evaluation_name(impl.run_file), study_scale(study.name))
+        for study, impl in ARTIFACTS.values()
+        if impl.uses == "runs"
+    }
+    return [f for name, scale in needed if name is not None for f in extra_data_files(name, scale, REAL_DATA).values()]
 
 
 def own_study_tables():

@@ -72,27 +72,38 @@ def uses_standin(metrics_file: Path) -> bool:
     return metrics_file.exists() and bool(pd.read_csv(metrics_file, usecols=["standin"])["standin"].any())
 
 
+def _study_scales_argument(study_scales: dict) -> str:
+    listed = ", ".join(f"{study}: {scale}" for study, scale in sorted(study_scales.items()))
+    return f" 'study_scales={{{listed}}}'" if listed else ""
+
+
 def build_manifest(config: dict) -> dict:
+    """The manifest of a workflow run with `config`; each study's artifacts are those of its scale (config
+    'study_scales', else 'scale')."""
     scale, root = config["scale"], project_root()
     drawn, commit = implementations(), code_commit(root)
     reproduced, own_studies = {}, []
     for name in config["studies"]:
-        study = load_study(name)
-        standin = uses_standin(root / layout.study_metrics_file(scale, name))
+        study, study_scale = load_study(name), config.get("study_scales", {}).get(name, scale)
+        standin = uses_standin(root / layout.study_metrics_file(study_scale, name))
         if study.is_own:
             table = layout.artifact_files("table", layout.study_summary_stem(name))
-            own_studies.append({"study": name, "description": study.description, "standin": standin, "files": table})
+            own_studies.append(
+                {"study": name, "description": study.description, "scale": study_scale, "standin": standin,
+                 "files": table}
+            )  # fmt: skip
         for artifact_id in study.artifacts:
-            reproduced[artifact_id] = (study, drawn[artifact_id], standin)
+            reproduced[artifact_id] = (study, study_scale, drawn[artifact_id], standin)
     artifacts = []
     for entry in catalog()["artifacts"]:
         item = {key: entry.get(key) for key in ("id", "paper", "title", "kind", "caption", "shows")}
         if entry["kind"] == "diagram":
             item.update(status="diagram", diagram_reason=entry["diagram_reason"], files={})
         elif entry["id"] in reproduced:
-            study, implementation, standin = reproduced[entry["id"]]
+            study, study_scale, implementation, standin = reproduced[entry["id"]]
             item.update(
-                status="reproduced", study=study.name, standin=standin, note=implementation.note(scale),
+                status="reproduced", study=study.name, scale=study_scale, standin=standin,
+                note=implementation.note(study_scale),
                 files=layout.artifact_files(implementation.output, implementation.stem),
                 drawn_by=drawn_by(implementation.draw, root, commit),
             )  # fmt: skip
@@ -102,8 +113,9 @@ def build_manifest(config: dict) -> dict:
     provenance = {
         **git_provenance(root),
         "scale": scale,
+        "study_scales": config.get("study_scales", {}),
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": f"snakemake --config scale={scale}",
+        "command": f"snakemake --config scale={scale}" + _study_scales_argument(config.get("study_scales", {})),
         "config": config,
         "versions": {"python": platform.python_version(), **{p: version(p) for p in PACKAGES}},
     }

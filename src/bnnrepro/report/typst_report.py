@@ -211,6 +211,7 @@ def render_artifact(artifact: dict, root: Path) -> str:
         ("Published figure shows:", artifact.get("shows")),
         ("Why not reproduced:", artifact.get("diagram_reason")),
         ("Study:", artifact.get("study")),
+        ("Scale:", artifact.get("scale")),
         ("Note:", artifact.get("note")),
         ("Drawn by:", drawn_by_text(artifact["drawn_by"]) if "drawn_by" in artifact else None),
     ]
@@ -236,6 +237,13 @@ def _grouped(manifest: dict) -> dict[str, list[dict]]:
     return groups
 
 
+def scale_text(provenance: dict) -> str:
+    """The run's scale, and the studies that ran at another one (config 'study_scales')."""
+    others = provenance.get("study_scales") or {}
+    listed = ", ".join(f"{study} at {scale}" for study, scale in sorted(others.items()))
+    return str(provenance.get("scale", "")) + (f" ({listed})" if listed else "")
+
+
 def render_provenance(provenance: dict) -> str:
     """Git commit, scale, time, command, versions, and the configuration as a monospace block."""
     commit = str(provenance.get("git_commit", "unknown"))
@@ -243,7 +251,7 @@ def render_provenance(provenance: dict) -> str:
     versions = ", ".join(f"{name} {version}" for name, version in provenance.get("versions", {}).items())
     rows = [
         ("Git commit", f"raw({typst_str(commit)}){dirty}"),
-        ("Scale", typst_str(provenance.get("scale", ""))),
+        ("Scale", typst_str(scale_text(provenance))),
         ("Created", typst_str(provenance.get("created", ""))),
         ("Command", f"raw({typst_str(provenance.get('command', ''))})"),
         ("Versions", typst_str(versions)),
