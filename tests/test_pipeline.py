@@ -20,6 +20,9 @@ from pypdf import PdfReader
 
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog
+from bnnrepro.fidelity.claims import claims_of
+from bnnrepro.fidelity.document import fidelity_document
+from bnnrepro.studies import load_study
 from tests.conftest import OFFLINE, copy_project, run
 
 pytestmark = pytest.mark.slow
@@ -217,3 +220,18 @@ def test_a_study_at_another_scale_joins_the_smoke_report_and_retrains_nothing_el
 
     back = scheduled_jobs(run(["snakemake", "-n"], project).stdout)
     assert "train" not in back and "evaluate" not in back
+
+
+def test_fidelity_collect_keeps_each_claim_and_table_of_a_built_tree(built: Path, tmp_path: Path) -> None:
+    """`python -m bnnrepro.fidelity collect` on the built tree checks every registered claim of the studies'
+    artifacts on the same files their draw functions read, and keeps their tables, from which the document is
+    generated."""
+    studies = ["udn_spirals", "repulsive_toy", "sdebnn_latent"]
+    run(["python", "-m", "bnnrepro.fidelity", "collect", str(built), "--studies", *studies, "--scale", "smoke",
+         "--out", str(tmp_path)], built)  # fmt: skip
+    for study in studies:
+        claims = pd.read_csv(tmp_path / "smoke" / study / "claims.csv")
+        assert len(claims) == sum(len(claims_of(a)) for a in load_study(study).artifacts) > 0
+        assert set(claims["holds"]) <= {True, False}
+    assert (tmp_path / "smoke/udn_spirals/tables/udn_table1.csv").is_file()
+    assert "## udn_spirals at `smoke`" in fidelity_document(tmp_path, "docs/fidelity")

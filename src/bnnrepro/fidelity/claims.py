@@ -1,0 +1,187 @@
+"""The qualitative claims of the papers' captions, each checked on our results.
+
+A claim is registered against an artifact id with the caption's words and a check: a function of the same
+`ArtifactContext` the artifact's draw function reads (with the study's tidy metrics always available) that returns
+whether the claim holds and the numbers it rests on. The criterion each check applies to words such as "best" or
+"roughly 4" is in its docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.repulsive_toy import gap_kl_to_hmc
+from bnnrepro.artifacts.sdebnn_latent import variance_ratios_to_stl
+
+
+@dataclass(frozen=True)
+class Outcome:
+    holds: bool
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    artifact_id: str
+    text: str  # the paper's words
+    check: Callable[[ArtifactContext], Outcome]
+
+
+CLAIMS: list[Claim] = []
+
+
+def claim(artifact_id: str, text: str) -> Callable:
+    """Register a check of the claim `text` of artifact `artifact_id`."""
+
+    def register(check: Callable[[ArtifactContext], Outcome]) -> Callable[[ArtifactContext], Outcome]:
+        CLAIMS.append(Claim(artifact_id, text, check))
+        return check
+
+    return register
+
+
+def claims_of(artifact_id: str) -> list[Claim]:
+    return [c for c in CLAIMS if c.artifact_id == artifact_id]
+
+
+def _spearman(x: pd.Series, y: pd.Series) -> float:
+    """Spearman's rank correlation (Pearson's on average ranks)."""
+    return float(np.corrcoef(x.rank(), y.rank())[0, 1])
+
+
+# --- UDN paper, spirals (Fig. 3, Table 1, Fig. 6) ---------------------------------------------------------------
+
+
+def _spiral_accuracy(context: ArtifactContext, lr: float) -> pd.DataFrame:
+    """Mean test accuracy per (method, omega) at one learning rate."""
+    rows = context.metric("test_accuracy")
+    rows = rows[np.isclose(rows["lr"], lr)]
+    return rows.groupby(["method", "omega"])["value"].mean().unstack("omega")
+
+
+@claim("udn/fig3a", "The UDN achieves the best accuracy for every dataset.")
+def udn_best_at_every_omega(context: ArtifactContext) -> Outcome:
+    """Holds when, at every omega, the UDN's mean accuracy over seeds is at least the best other model's minus one
+    percentage point (the paper's bands overlap at small omega, where every model is near 100%)."""
+    accuracy = _spiral_accuracy(context, 0.005)
+    margin = accuracy.loc["udn"] - accuracy.drop(index="udn").max()
+    best = int((margin >= -0.01).sum())
+    worst = margin.idxmin()
+    return Outcome(
+        best == len(margin),
+        f"UDN best (within 1 point) at {best} of {len(margin)} omegas; largest shortfall "
+        f"{-100 * min(margin.min(), 0):.1f} points at omega={worst:g}",
+    )
+
+
+@claim("udn/fig3a", "For all models, the accuracy decreases when omega increases.")
+def accuracy_falls_with_omega(context: ArtifactContext) -> Outcome:
+    """Holds when every model's mean accuracy has a negative rank correlation with omega."""
+    accuracy = _spiral_accuracy(context, 0.005)
+    correlations = {m: _spearman(pd.Series(row.index), pd.Series(row.values)) for m, row in accuracy.iterrows()}
+    listed = ", ".join(f"{m} {r:+.2f}" for m, r in correlations.items())
+    return Outcome(all(r < 0 for r in correlations.values()), f"Spearman(omega, accuracy): {listed}")
+
+
+@claim("udn/fig3b", "The UDN becomes deeper when the complexity increases.")
+def udn_deepens_with_omega(context: ArtifactContext) -> Outcome:
+    """Holds when the UDN's posterior mean depth E_q[l] (every run at lr 0.005) has a positive rank correlation
+    with omega."""
+    rows = context.metric("expected_depth")
+    rows = rows[(rows["method"] == "udn") & np.isclose(rows["lr"], 0.005)]
+    depth = rows.groupby("omega")["value"].mean()
+    r = _spearman(rows["omega"], rows["value"])
+    means = ", ".join(f"{omega:g}: {value:.1f}" for omega, value in depth.items())
+    return Outcome(r > 0, f"Spearman {r:+.2f}; mean E_q[l] by omega {means}")
+
+
+def _average_accuracy(context: ArtifactContext) -> pd.Series:
+    """Test accuracy averaged over omega, mean over seeds, per method (Table 1, lr 0.005)."""
+    return _spiral_accuracy(context, 0.005).mean(axis=1)
+
+
+@claim("udn/table1", "The UDN outperforms all the other models.")
+def udn_best_on_average(context: ArtifactContext) -> Outcome:
+    """Holds when the UDN's omega-averaged accuracy is the highest of the study's models."""
+    average = _average_accuracy(context).sort_values(ascending=False)
+    listed = ", ".join(f"{m} {100 * v:.1f}" for m, v in average.items())
+    return Outcome(average.index[0] == "udn", f"average accuracy (%): {listed}")
+
+
+@claim("udn/table1", "DUN-10 beats each Omega_L.")
+def dun_beats_each_finite_network(context: ArtifactContext) -> Outcome:
+    """Holds when DUN-10's omega-averaged accuracy exceeds that of every finite network Omega_L of the study."""
+    average = _average_accuracy(context)
+    finite = average[average.index.str.startswith("finite_")]
+    listed = ", ".join(f"{m} {100 * v:.1f}" for m, v in finite.items())
+    return Outcome(bool((average["dun_10"] > finite).all()), f"DUN-10 {100 * average['dun_10']:.1f}% vs {listed}")
+
+
+@claim("udn/fig6", "The deep finite models (L >= 5) are sensitive to a higher learning rate; the UDN is robust.")
+def deep_networks_sensitive_to_learning_rate(context: ArtifactContext) -> Outcome:
+    """Holds when every finite network with L >= 5 loses more omega-averaged accuracy from lr 0.005 to 0.01 than
+    the UDN does."""
+    drop = (_spiral_accuracy(context, 0.005).mean(axis=1) - _spiral_accuracy(context, 0.01).mean(axis=1)).dropna()
+    deep = drop[[m for m in drop.index if m.startswith("finite_") and int(m.split("_")[1]) >= 5]]
+    listed = ", ".join(f"{m} {100 * v:+.1f}" for m, v in drop.items())
+    return Outcome(bool(len(deep)) and bool((deep > drop["udn"]).all()), f"accuracy lost at lr 0.01 (points): {listed}")
+
+
+# --- SDE-BNN paper (Fig. 4) ------------------------------------------------------------------------------------
+
+
+@claim("sdebnn/fig4", "Our new gradient estimator (STL) reduces variance by a factor of roughly 4.")
+def stl_reduces_gradient_variance(context: ArtifactContext) -> Outcome:
+    """Holds when both other estimators' gradient variance over STL's, at the last evaluated step, lies in [2, 8]
+    (a factor of 2 around 'roughly 4')."""
+    ratios = variance_ratios_to_stl(context)
+    listed = ", ".join(f"{name} / STL {value:.1f}x" for name, value in ratios.items())
+    return Outcome(all(2 <= r <= 8 for r in ratios.values()), listed)
+
+
+# --- Repulsive deep ensembles (Figs. 1, 2, F.1) -------------------------------------------------------------------
+
+FUNCTION_SPACE = ("fsvgd", "kde_fwgd", "sge_fwgd", "ssge_fwgd")
+WEIGHT_SPACE = ("de", "svgd", "kde_wgd", "sge_wgd", "ssge_wgd")
+
+
+@claim("repulsive/fig1", "The function-space methods (SVGD and WGD) approach the HMC posterior more closely.")
+def function_space_closer_to_hmc(context: ArtifactContext) -> Outcome:
+    """Holds when every function-space method's mean KL(HMC || method) in the gap between the clusters is below
+    every weight-space method's (the deep ensemble included)."""
+    kl = gap_kl_to_hmc(context)
+    function, weight = ({m: kl[m] for m in group if m in kl} for group in (FUNCTION_SPACE, WEIGHT_SPACE))
+    listed = ", ".join(f"{m} {v:.2f}" for m, v in sorted(kl.items(), key=lambda item: item[1]))
+    return Outcome(max(function.values()) < min(weight.values()), f"gap KL(HMC || method): {listed}")
+
+
+def _sampler_metric(context: ArtifactContext, dataset: str, metric: str) -> pd.Series:
+    rows = context.metric(metric)
+    return rows[rows["dataset"] == dataset].groupby("method")["value"].mean().sort_values()
+
+
+@claim("repulsive/fig2", "SGE-WGD, SSGE-WGD and SVGD fit the target almost perfectly.")
+def gradient_estimators_fit_the_gaussian(context: ArtifactContext) -> Outcome:
+    """Holds when SGE-WGD, SSGE-WGD and SVGD each have a smaller covariance error and MMD to the target than
+    KDE-WGD (the figure's one sampler that visibly misfits)."""
+    covariance, mmd = (_sampler_metric(context, "gaussian_target", m) for m in ("covariance_error", "mmd"))
+    good = ("sge_wgd", "ssge_wgd", "svgd")
+    holds = all(covariance[m] < covariance["kde_wgd"] and mmd[m] < mmd["kde_wgd"] for m in good)
+    return Outcome(
+        holds,
+        "covariance error: " + ", ".join(f"{m} {v:.3f}" for m, v in covariance.items())
+        + "; MMD: " + ", ".join(f"{m} {v:.4f}" for m, v in mmd.items()),
+    )  # fmt: skip
+
+
+@claim("repulsive/figF.1", "SGE-WGD and SVGD also perform best (on the funnel).")
+def gradient_estimators_best_on_the_funnel(context: ArtifactContext) -> Outcome:
+    """Holds when SGE-WGD and SVGD have the two smallest MMDs to the funnel of the sampling methods."""
+    mmd = _sampler_metric(context, "funnel_target", "mmd")
+    listed = ", ".join(f"{m} {v:.4f}" for m, v in mmd.items())
+    return Outcome(set(mmd.index[:2]) == {"sge_wgd", "svgd"}, f"MMD: {listed}")

@@ -1,0 +1,122 @@
+"""The fidelity document: for each study collected at a scale (`bnnrepro.fidelity.collect`), each artifact's
+published numbers beside ours and each caption claim with whether it holds, from the committed files alone.
+
+A study's folder may hold `findings.yaml`, written by hand after looking into the results: {artifact id: {claim
+text, or 'table': why it does not hold (our bug, the paper's ambiguity, the scale), or what the numbers mean}}.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from bnnrepro.artifacts.registry import catalog
+from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
+from bnnrepro.files import read_yaml
+
+FINDINGS_FILE = "findings.yaml"
+
+
+def _cell(text: object) -> str:
+    """Text in a Markdown table cell (a '|' would end the cell)."""
+    return str(text).replace("|", "\\|")
+
+
+def _number(value: object, error: object = None, digits: int = 3) -> str:
+    if pd.isna(value):
+        return "–"
+    if isinstance(value, str):
+        return value
+    text = f"{value:.{digits}g}"
+    return text if error is None or pd.isna(error) else f"{text} ± {error:.2g}"
+
+
+def _table_section(table: pd.DataFrame) -> list[str]:
+    compared = table[table["published"].notna()]
+    if compared.empty:
+        return ["Generated table (no published numbers to compare).", ""]
+    lines = ["| row | column | ours | published | within the published error |", "|---|---|---|---|---|"]
+    for _, row in compared.iterrows():
+        within = "yes" if str(row["within_published_error"]) == "True" else "no"
+        lines.append(f"| {_cell(row['row'])} | {_cell(row['column'])} | {_number(row['ours'], row['ours_error'])} | "
+                     f"{_number(row['published'], row['published_error'])} | {within} |")  # fmt: skip
+    within = (compared["within_published_error"].astype(str) == "True").sum()
+    return [*lines, "", f"{within} of {len(compared)} published numbers reproduced within their error.", ""]
+
+
+def _claims_section(claims: pd.DataFrame, findings: dict) -> list[str]:
+    lines = ["| claim (the caption's words) | holds | our numbers |", "|---|---|---|"]
+    for _, row in claims.iterrows():
+        lines.append(f"| {_cell(row['claim'])} | {'yes' if row['holds'] else '**no**'} | {_cell(row['evidence'])} |")
+    notes = [f"- *{row['claim']}* {findings[row['claim']]}" for _, row in claims.iterrows() if row["claim"] in findings]
+    return [*lines, "", *(["Why:", *notes, ""] if notes else [])]
+
+
+def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], dict]:
+    """The Markdown of one collected study, and its counts for the summary."""
+    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
+    claims = pd.read_csv(folder / CLAIMS_FILE)
+    findings = read_yaml(folder / FINDINGS_FILE) if (folder / FINDINGS_FILE).is_file() else {}
+    wall = provenance.get("wall_seconds")
+    lines = [
+        f"## {provenance['study']} at `{provenance['scale']}`", "",
+        f"{provenance['runs']} runs{' (' + provenance['grid'] + ')' if provenance.get('grid') else ''}; "
+        f"training {provenance['train_seconds'] / 60:.1f} min summed over runs (longest run "
+        f"{provenance['longest_run_seconds']:.0f} s)"
+        + (f", {wall / 60:.0f} min wall for the whole batch" if wall else "")
+        + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}."
+        + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
+    ]  # fmt: skip
+    counts = {"claims": len(claims), "hold": int(claims["holds"].sum()), "cells": 0, "within": 0}
+    for artifact_id in dict.fromkeys([*claims["artifact"], *_table_ids(folder, artifacts)]):
+        lines += [f"### {artifact_id}: {artifacts[artifact_id]['title']}", ""]
+        table_file = folder / TABLES / f"{artifact_id.replace('/', '_')}.csv"
+        if table_file.is_file():
+            table = pd.read_csv(table_file)
+            lines += _table_section(table)
+            compared = table[table["published"].notna()]
+            counts["cells"] += len(compared)
+            counts["within"] += int((compared["within_published_error"].astype(str) == "True").sum())
+            if "table" in findings.get(artifact_id, {}):
+                lines += [findings[artifact_id]["table"], ""]
+        own = claims[claims["artifact"] == artifact_id]
+        if not own.empty:
+            lines += _claims_section(own, findings.get(artifact_id, {}))
+    return lines, {**provenance, **counts}
+
+
+def _table_ids(folder: Path, artifacts: dict[str, dict]) -> list[str]:
+    stems = {path.stem for path in (folder / TABLES).glob("*.csv")}
+    return [artifact_id for artifact_id in artifacts if artifact_id.replace("/", "_") in stems]
+
+
+def fidelity_document(results: Path, shown_as: str) -> str:
+    """The document of every study collected under `results` (<scale>/<study>/), a folder the document names
+    `shown_as`."""
+    artifacts = {entry["id"]: entry for entry in catalog()["artifacts"]}
+    sections, summary = [], []
+    for folder in sorted(path.parent for path in results.glob(f"*/*/{PROVENANCE_FILE}")):
+        lines, counts = study_section(folder, artifacts)
+        sections += lines
+        summary.append(
+            f"| {counts['study']} | {counts['scale']} | {counts['runs']} | {counts['train_seconds'] / 3600:.2f} h | "
+            f"{counts['hold']} of {counts['claims']} | "
+            + (f"{counts['within']} of {counts['cells']}" if counts["cells"] else "–") + " |"
+        )  # fmt: skip
+    header = [
+        "# Paper-scale results on a CPU",
+        "",
+        "What this pipeline reproduces at the papers' own settings, run on a 2-core CPU machine without a GPU:",
+        "each study's published numbers beside ours, and each caption claim checked on our results (the criterion",
+        "of each check is in `src/bnnrepro/fidelity/claims.py`). Generated by `python -m bnnrepro.fidelity document`",
+        f"from the committed results in `{shown_as}/` (tidy metrics, tables, claim checks; no checkpoints);",
+        "`python -m bnnrepro.fidelity collect` makes those from a built tree. Do not edit by hand.",
+        "",
+        "| study | scale | runs | training (sum over runs) | claims that hold | published numbers within error |",
+        "|---|---|---|---|---|---|",
+        *summary,
+        "",
+    ]
+    return "\n".join([*header, *sections])

@@ -1,0 +1,91 @@
+"""The fidelity document: caption claims checked on constructed results (one that holds, one that does not), and
+the document's counts against the collected files they come from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.registry import catalog
+from bnnrepro.fidelity.claims import (
+    CLAIMS,
+    accuracy_falls_with_omega,
+    dun_beats_each_finite_network,
+    udn_best_at_every_omega,
+    udn_deepens_with_omega,
+)
+from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
+from bnnrepro.fidelity.document import fidelity_document
+
+
+def spiral_metrics(tmp_path: Path, accuracy: dict[str, list[float]], depth: list[float]) -> ArtifactContext:
+    """A udn_spirals tidy CSV with one seed at omegas 2 and 8 (lr 0.005): the given accuracies per method and the
+    UDN's expected depths."""
+    rows = []
+    for method, values in accuracy.items():
+        for omega, value in zip((2, 8), values, strict=True):
+            row = {"study": "udn_spirals", "run": f"{method}/{omega}", "method": method, "dataset": "spirals",
+                   "seed": 0, "standin": False, "omega": omega, "lr": 0.005}  # fmt: skip
+            rows.append({**row, "metric": "test_accuracy", "value": value})
+            if method == "udn":
+                rows.append({**row, "metric": "expected_depth", "value": depth[(2, 8).index(omega)]})
+    path = tmp_path / "metrics.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return ArtifactContext("udn_spirals", "paper", path)
+
+
+def test_udn_claims_hold_on_results_that_show_them(tmp_path: Path) -> None:
+    context = spiral_metrics(
+        tmp_path, {"udn": [0.99, 0.9], "finite_3": [0.98, 0.8], "dun_10": [0.99, 0.85]}, depth=[2.0, 5.0]
+    )
+    assert udn_best_at_every_omega(context).holds
+    assert accuracy_falls_with_omega(context).holds
+    assert udn_deepens_with_omega(context).holds
+    assert dun_beats_each_finite_network(context).holds
+
+
+def test_udn_claims_fail_on_results_that_contradict_them(tmp_path: Path) -> None:
+    context = spiral_metrics(
+        tmp_path, {"udn": [0.99, 0.8], "finite_3": [0.98, 0.9], "dun_10": [0.9, 0.85]}, depth=[5.0, 2.0]
+    )
+    best = udn_best_at_every_omega(context)
+    assert not best.holds and "1 of 2 omegas" in best.evidence and "10.0 points at omega=8" in best.evidence
+    assert not udn_deepens_with_omega(context).holds
+    assert not dun_beats_each_finite_network(context).holds
+
+
+def test_every_claim_belongs_to_a_catalog_artifact() -> None:
+    ids = {entry["id"] for entry in catalog()["artifacts"]}
+    assert CLAIMS and {claim.artifact_id for claim in CLAIMS} <= ids
+
+
+def collected_study(folder: Path, holds: list[bool], within: list[bool]) -> None:
+    (folder / TABLES).mkdir(parents=True)
+    (folder / PROVENANCE_FILE).write_text(json.dumps({
+        "study": folder.name, "scale": folder.parent.name, "commit": "abc1234", "machine": "x86_64, 2 CPUs",
+        "collected": "2026-11-25", "runs": 3, "standin": False, "train_seconds": 360.0, "longest_run_seconds": 200.0,
+        "wall_seconds": 300.0, "grid": "omega in {2, 8}",
+    }))  # fmt: skip
+    pd.DataFrame({
+        "artifact": "udn/fig3a", "claim": [f"claim {i}" for i in range(len(holds))], "holds": holds,
+        "evidence": "a | b",
+    }).to_csv(folder / CLAIMS_FILE, index=False)  # fmt: skip
+    pd.DataFrame({
+        "row": [f"row {i}" for i in range(len(within))], "column": "average accuracy", "ours": 90.0,
+        "ours_error": 1.0, "n_runs": 5, "published": 91.0, "published_error": 0.5,
+        "difference": -1.0, "within_published_error": within, "standin": False,
+    }).to_csv(folder / TABLES / "udn_table1.csv", index=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(("holds", "within"), [([True, False, True], [True, False]), ([False], [False, False])])
+def test_the_document_counts_what_was_collected(tmp_path: Path, holds: list[bool], within: list[bool]) -> None:
+    collected_study(tmp_path / "paper" / "udn_spirals", holds, within)
+    document = fidelity_document(tmp_path, "docs/fidelity")
+    summary = next(line for line in document.splitlines() if line.startswith("| udn_spirals | paper |"))
+    assert f"{sum(holds)} of {len(holds)}" in summary and f"{sum(within)} of {len(within)}" in summary
+    assert "a \\| b" in document  # a '|' of the evidence does not end its cell
+    assert "omega in {2, 8}" in document and "5 min wall" in document
