@@ -226,7 +226,7 @@ def test_fidelity_collect_keeps_each_claim_and_table_of_a_built_tree(built: Path
     """`python -m bnnrepro.fidelity collect` on the built tree checks every registered claim of the studies'
     artifacts on the same files their draw functions read, and keeps their tables, from which the document is
     generated."""
-    studies = ["udn_spirals", "repulsive_toy", "sdebnn_latent"]
+    studies = ["udn_spirals", "repulsive_toy", "sdebnn_latent", "sdebnn_toy"]
     run(["python", "-m", "bnnrepro.fidelity", "collect", str(built), "--studies", *studies, "--scale", "smoke",
          "--out", str(tmp_path)], built)  # fmt: skip
     for study in studies:
