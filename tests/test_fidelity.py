@@ -68,7 +68,7 @@ def collected_study(folder: Path, holds: list[bool], within: list[bool]) -> None
     (folder / PROVENANCE_FILE).write_text(json.dumps({
         "study": folder.name, "scale": folder.parent.name, "commit": "abc1234", "machine": "x86_64, 2 CPUs",
         "collected": "2026-11-25", "runs": 3, "standin": False, "train_seconds": 360.0, "longest_run_seconds": 200.0,
-        "wall_seconds": 300.0, "grid": "omega in {2, 8}",
+        "wall_seconds": 300.0, "grid": "3 of the grid's 10 runs: omega in {2, 8}",
     }))  # fmt: skip
     pd.DataFrame({
         "artifact": "udn/fig3a", "claim": [f"claim {i}" for i in range(len(holds))], "holds": holds,

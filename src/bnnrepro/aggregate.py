@@ -18,11 +18,16 @@ from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.studies import load_study
 
 
-def tidy_metrics(study_name: str, scale: str) -> pd.DataFrame:
+def tidy_metrics(study_name: str, scale: str, root: Path = Path(), present_only: bool = False) -> pd.DataFrame:
+    """The tidy table of the study's runs at `scale` in the project `root`; with `present_only`, of those of its
+    runs that have finished (a part of the grid)."""
     study = load_study(study_name)
     rows = []
     for run in study.runs(scale):
-        result = json.loads(Path(run.file(layout.RUN_METRICS)).read_text())
+        path = root / run.file(layout.RUN_METRICS)
+        if present_only and not path.is_file():
+            continue
+        result = json.loads(path.read_text())
         base = {
             "study": study.name, "run": run.id, "method": run.method, "dataset": run.dataset,
             "hparams": run.hparam_slug, "seed": run.seed, "standin": result["standin"],
