@@ -14,6 +14,7 @@ from bnnrepro.artifacts.registry import catalog
 from bnnrepro.fidelity.claims import (
     CLAIMS,
     accuracy_falls_with_omega,
+    check,
     dun_beats_each_finite_network,
     udn_best_at_every_omega,
     udn_deepens_with_omega,
@@ -56,6 +57,14 @@ def test_udn_claims_fail_on_results_that_contradict_them(tmp_path: Path) -> None
     assert not best.holds and "1 of 2 omegas" in best.evidence and "10.0 points at omega=8" in best.evidence
     assert not udn_deepens_with_omega(context).holds
     assert not dun_beats_each_finite_network(context).holds
+
+
+def test_a_claim_the_runs_cannot_show_is_not_checked(tmp_path: Path) -> None:
+    """Runs of the UDN alone (a part of the grid) cannot show that it beats the others: not checked, not failed."""
+    context = spiral_metrics(tmp_path, {"udn": [0.99, 0.9]}, depth=[2.0, 5.0])
+    claim = next(c for c in CLAIMS if c.check is udn_best_at_every_omega)
+    outcome = check(claim, context)
+    assert outcome.holds is None and "another model" in outcome.evidence
 
 
 def test_every_claim_belongs_to_a_catalog_artifact() -> None:

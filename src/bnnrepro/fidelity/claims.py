@@ -21,8 +21,17 @@ from bnnrepro.artifacts.sdebnn_latent import variance_ratios_to_stl
 
 @dataclass(frozen=True)
 class Outcome:
-    holds: bool
+    holds: bool | None  # None: the runs at hand cannot show it (the evidence says what is missing)
     evidence: str
+
+
+class NotCheckable(ValueError):
+    """The runs at hand lack what a claim compares (a method, a second omega, ...): the message says what."""
+
+
+def _require(condition: bool, missing: str) -> None:
+    if not condition:
+        raise NotCheckable(f"not checked: these runs have no {missing}")
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,14 @@ def claims_of(artifact_id: str) -> list[Claim]:
     return [c for c in CLAIMS if c.artifact_id == artifact_id]
 
 
+def check(claim: Claim, context: ArtifactContext) -> Outcome:
+    """The claim's outcome on `context`; not checked (holds None) where its runs lack what it compares."""
+    try:
+        return claim.check(context)
+    except NotCheckable as reason:
+        return Outcome(None, str(reason))
+
+
 def _spearman(x: pd.Series, y: pd.Series) -> float:
     """Spearman's rank correlation (Pearson's on average ranks)."""
     return float(np.corrcoef(x.rank(), y.rank())[0, 1])
@@ -61,6 +78,7 @@ def _spiral_accuracy(context: ArtifactContext, lr: float) -> pd.DataFrame:
     """Mean test accuracy per (method, omega) at one learning rate."""
     rows = context.metric("test_accuracy")
     rows = rows[np.isclose(rows["lr"], lr)]
+    _require(not rows.empty, f"run at learning rate {lr}")
     return rows.groupby(["method", "omega"])["value"].mean().unstack("omega")
 
 
@@ -69,6 +87,7 @@ def udn_best_at_every_omega(context: ArtifactContext) -> Outcome:
     """Holds when, at every omega, the UDN's mean accuracy over seeds is at least the best other model's minus one
     percentage point (the paper's bands overlap at small omega, where every model is near 100%)."""
     accuracy = _spiral_accuracy(context, 0.005)
+    _require("udn" in accuracy.index and len(accuracy) > 1, "UDN run and another model's")
     margin = accuracy.loc["udn"] - accuracy.drop(index="udn").max()
     best = int((margin >= -0.01).sum())
     worst = margin.idxmin()
@@ -83,6 +102,7 @@ def udn_best_at_every_omega(context: ArtifactContext) -> Outcome:
 def accuracy_falls_with_omega(context: ArtifactContext) -> Outcome:
     """Holds when every model's mean accuracy has a negative rank correlation with omega."""
     accuracy = _spiral_accuracy(context, 0.005)
+    _require(accuracy.shape[1] > 1, "second omega")
     correlations = {m: _spearman(pd.Series(row.index), pd.Series(row.values)) for m, row in accuracy.iterrows()}
     listed = ", ".join(f"{m} {r:+.2f}" for m, r in correlations.items())
     return Outcome(all(r < 0 for r in correlations.values()), f"Spearman(omega, accuracy): {listed}")
@@ -94,6 +114,7 @@ def udn_deepens_with_omega(context: ArtifactContext) -> Outcome:
     with omega."""
     rows = context.metric("expected_depth")
     rows = rows[(rows["method"] == "udn") & np.isclose(rows["lr"], 0.005)]
+    _require(rows["omega"].nunique() > 1, "UDN runs at two omegas")
     depth = rows.groupby("omega")["value"].mean()
     r = _spearman(rows["omega"], rows["value"])
     means = ", ".join(f"{omega:g}: {value:.1f}" for omega, value in depth.items())
@@ -109,6 +130,7 @@ def _average_accuracy(context: ArtifactContext) -> pd.Series:
 def udn_best_on_average(context: ArtifactContext) -> Outcome:
     """Holds when the UDN's omega-averaged accuracy is the highest of the study's models."""
     average = _average_accuracy(context).sort_values(ascending=False)
+    _require("udn" in average.index and len(average) > 1, "UDN run and another model's")
     listed = ", ".join(f"{m} {100 * v:.1f}" for m, v in average.items())
     return Outcome(average.index[0] == "udn", f"average accuracy (%): {listed}")
 
@@ -118,6 +140,7 @@ def dun_beats_each_finite_network(context: ArtifactContext) -> Outcome:
     """Holds when DUN-10's omega-averaged accuracy exceeds that of every finite network Omega_L of the study."""
     average = _average_accuracy(context)
     finite = average[average.index.str.startswith("finite_")]
+    _require("dun_10" in average.index and len(finite) > 0, "DUN-10 run and finite network's")
     listed = ", ".join(f"{m} {100 * v:.1f}" for m, v in finite.items())
     return Outcome(bool((average["dun_10"] > finite).all()), f"DUN-10 {100 * average['dun_10']:.1f}% vs {listed}")
 
@@ -128,8 +151,9 @@ def deep_networks_sensitive_to_learning_rate(context: ArtifactContext) -> Outcom
     the UDN does."""
     drop = (_spiral_accuracy(context, 0.005).mean(axis=1) - _spiral_accuracy(context, 0.01).mean(axis=1)).dropna()
     deep = drop[[m for m in drop.index if m.startswith("finite_") and int(m.split("_")[1]) >= 5]]
+    _require("udn" in drop.index and len(deep) > 0, "UDN and deep finite network (L >= 5) at both learning rates")
     listed = ", ".join(f"{m} {100 * v:+.1f}" for m, v in drop.items())
-    return Outcome(bool(len(deep)) and bool((deep > drop["udn"]).all()), f"accuracy lost at lr 0.01 (points): {listed}")
+    return Outcome(bool((deep > drop["udn"]).all()), f"accuracy lost at lr 0.01 (points): {listed}")
 
 
 # --- SDE-BNN paper (Fig. 4) ------------------------------------------------------------------------------------
@@ -139,6 +163,7 @@ def deep_networks_sensitive_to_learning_rate(context: ArtifactContext) -> Outcom
 def stl_reduces_gradient_variance(context: ArtifactContext) -> Outcome:
     """Holds when both other estimators' gradient variance over STL's, at the last evaluated step, lies in [2, 8]
     (a factor of 2 around 'roughly 4')."""
+    _require(bool(context.run_files), "evaluated gradient-variance run")
     ratios = variance_ratios_to_stl(context)
     listed = ", ".join(f"{name} / STL {value:.1f}x" for name, value in ratios.items())
     return Outcome(all(2 <= r <= 8 for r in ratios.values()), listed)
@@ -154,8 +179,10 @@ WEIGHT_SPACE = ("de", "svgd", "kde_wgd", "sge_wgd", "ssge_wgd")
 def function_space_closer_to_hmc(context: ArtifactContext) -> Outcome:
     """Holds when every function-space method's mean KL(HMC || method) in the gap between the clusters is below
     every weight-space method's (the deep ensemble included)."""
+    _require(bool(context.run_files), "evaluated run")
     kl = gap_kl_to_hmc(context)
     function, weight = ({m: kl[m] for m in group if m in kl} for group in (FUNCTION_SPACE, WEIGHT_SPACE))
+    _require(bool(function and weight), "HMC run with function- and weight-space ensembles")
     listed = ", ".join(f"{m} {v:.2f}" for m, v in sorted(kl.items(), key=lambda item: item[1]))
     return Outcome(max(function.values()) < min(weight.values()), f"gap KL(HMC || method): {listed}")
 
@@ -171,6 +198,7 @@ def gradient_estimators_fit_the_gaussian(context: ArtifactContext) -> Outcome:
     KDE-WGD (the figure's one sampler that visibly misfits)."""
     covariance, mmd = (_sampler_metric(context, "gaussian_target", m) for m in ("covariance_error", "mmd"))
     good = ("sge_wgd", "ssge_wgd", "svgd")
+    _require(all(m in covariance.index for m in (*good, "kde_wgd")), "run of each of SVGD and the KDE/SGE/SSGE-WGD")
     holds = all(covariance[m] < covariance["kde_wgd"] and mmd[m] < mmd["kde_wgd"] for m in good)
     return Outcome(
         holds,
@@ -183,6 +211,7 @@ def gradient_estimators_fit_the_gaussian(context: ArtifactContext) -> Outcome:
 def gradient_estimators_best_on_the_funnel(context: ArtifactContext) -> Outcome:
     """Holds when SGE-WGD and SVGD have the two smallest MMDs to the funnel of the sampling methods."""
     mmd = _sampler_metric(context, "funnel_target", "mmd")
+    _require({"sge_wgd", "svgd"} < set(mmd.index), "run of SGE-WGD, SVGD and another sampler on the funnel")
     listed = ", ".join(f"{m} {v:.4f}" for m, v in mmd.items())
     return Outcome(set(mmd.index[:2]) == {"sge_wgd", "svgd"}, f"MMD: {listed}")
 
@@ -196,6 +225,7 @@ def _fits_the_dip(context: ArtifactContext, method: str) -> Outcome:
     """Holds when the posterior predictive median's mean absolute error at the training points in the dip is at
     most twice its mean absolute error at the other training points (the dip fitted about as well as the rest)."""
     runs = {run: arrays for run, arrays in context.run_arrays().items() if run.split("/")[0] == method}
+    _require(bool(runs), f"evaluated {method} run")
     arrays = runs[min(runs)]
     x, y = arrays["x_train"][:, 0], arrays["y_train"][:, 0]
     median = np.interp(x, arrays["x_grid"][:, 0], np.median(arrays["posterior_predictive"], axis=0))

@@ -25,7 +25,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.artifacts.render import compare_with_published
-from bnnrepro.fidelity.claims import claims_of
+from bnnrepro.fidelity.claims import check, claims_of
 from bnnrepro.studies import Run, load_study
 
 CLAIMS_FILE, PROVENANCE_FILE, METRICS_FILE, TABLES = "claims.csv", "provenance.json", "metrics.csv", "tables"
@@ -91,7 +91,7 @@ def collect(tree: Path, study_name: str, scale: str, out: Path, wall_seconds: fl
             table = compare_with_published(artifact_id, drawn[artifact_id].draw(context), context.uses_standin())
             table.to_csv(folder / TABLES / f"{drawn[artifact_id].stem}.csv", index=False)
         for claim in claims_of(artifact_id):
-            outcome = claim.check(context)
+            outcome = check(claim, context)
             rows.append({"artifact": artifact_id, "claim": claim.text, "holds": outcome.holds,
                          "evidence": outcome.evidence})  # fmt: skip
     pd.DataFrame(rows, columns=["artifact", "claim", "holds", "evidence"]).to_csv(folder / CLAIMS_FILE, index=False)

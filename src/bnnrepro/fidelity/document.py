@@ -49,7 +49,8 @@ def _table_section(table: pd.DataFrame) -> list[str]:
 def _claims_section(claims: pd.DataFrame, findings: dict) -> list[str]:
     lines = ["| claim (the caption's words) | holds | our numbers |", "|---|---|---|"]
     for _, row in claims.iterrows():
-        lines.append(f"| {_cell(row['claim'])} | {'yes' if row['holds'] else '**no**'} | {_cell(row['evidence'])} |")
+        holds = "not checked" if pd.isna(row["holds"]) else "yes" if row["holds"] else "**no**"
+        lines.append(f"| {_cell(row['claim'])} | {holds} | {_cell(row['evidence'])} |")
     notes = [f"- *{row['claim']}* {findings[row['claim']]}" for _, row in claims.iterrows() if row["claim"] in findings]
     return [*lines, "", *(["Why:", *notes, ""] if notes else [])]
 
@@ -68,7 +69,8 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}."
         + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
     ]  # fmt: skip
-    counts = {"claims": len(claims), "hold": int(claims["holds"].sum()), "cells": 0, "within": 0}
+    checked = claims["holds"].dropna().astype(str) == "True"
+    counts = {"claims": len(checked), "hold": int(checked.sum()), "cells": 0, "within": 0}
     for artifact_id in dict.fromkeys([*claims["artifact"], *_table_ids(folder, artifacts)]):
         lines += [f"### {artifact_id}: {artifacts[artifact_id]['title']}", ""]
         table_file = folder / TABLES / f"{artifact_id.replace('/', '_')}.csv"
@@ -123,7 +125,8 @@ def fidelity_document(results: Path, shown_as: str) -> str:
         "python -m bnnrepro.fidelity document",
         "```",
         "",
-        "| study | scale | runs | training (sum over runs) | claims that hold | published numbers within error |",
+        "| study | scale | runs | training (sum over runs) | claims that hold (of those checked) | published numbers "
+        "within error |",
         "|---|---|---|---|---|---|",
         *summary,
         "",
