@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.artifacts.repulsive_toy import gap_kl_to_hmc
+from bnnrepro.artifacts.repulsive_toy import far_field_entropy, gap_kl_to_hmc
 from bnnrepro.artifacts.sdebnn_latent import variance_ratios_to_stl
+from bnnrepro.artifacts.udn_spirals import theorem_bound_gaps
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,15 @@ def deep_networks_sensitive_to_learning_rate(context: ArtifactContext) -> Outcom
     return Outcome(bool((deep > drop["udn"]).all()), f"accuracy lost at lr 0.01 (points): {listed}")
 
 
+@claim("udn/fig5", "We observe that delta_k >= 0.")
+def theorem_bound_holds(context: ArtifactContext) -> Outcome:
+    """Holds when delta_k = (1.3 (k - 1) + 5) - m(q(k)) >= 0 for every k = 1..70 (exact; no run involved)."""
+    gaps = theorem_bound_gaps()
+    smallest = gaps.loc[gaps["delta"].idxmin()]
+    evidence = f"smallest delta_k {smallest['delta']:.1f} at k={smallest['k']:.0f}"
+    return Outcome(bool((gaps["delta"] >= 0).all()), evidence)
+
+
 # --- SDE-BNN paper (Fig. 4) ------------------------------------------------------------------------------------
 
 
@@ -185,6 +195,18 @@ def function_space_closer_to_hmc(context: ArtifactContext) -> Outcome:
     _require(bool(function and weight), "HMC run with function- and weight-space ensembles")
     listed = ", ".join(f"{m} {v:.2f}" for m, v in sorted(kl.items(), key=lambda item: item[1]))
     return Outcome(max(function.values()) < min(weight.values()), f"gap KL(HMC || method): {listed}")
+
+
+@claim("repulsive/fig3", "The function-space methods capture the uncertainty better than the weight-space ones.")
+def function_space_uncertain_far_from_data(context: ArtifactContext) -> Outcome:
+    """Holds when every function-space method's mean predictive entropy far from the data (distance >= 11) exceeds
+    every weight-space method's (the published weight-space maps are uncertain only near the decision boundaries)."""
+    _require(bool(context.run_files), "evaluated run")
+    entropy = far_field_entropy(context)
+    function, weight = ([entropy[m] for m in group if m in entropy] for group in (FUNCTION_SPACE, WEIGHT_SPACE))
+    _require(bool(function and weight), "function- and weight-space ensembles")
+    listed = ", ".join(f"{m} {v:.2f}" for m, v in sorted(entropy.items(), key=lambda item: -item[1]))
+    return Outcome(min(function) > max(weight), f"far-field entropy (nats): {listed}")
 
 
 def _sampler_metric(context: ArtifactContext, dataset: str, metric: str) -> pd.Series:
