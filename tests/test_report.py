@@ -26,6 +26,7 @@ EXPECTED_TEXT = [
     "udn/fig2", "udn/table1", "udn/fig1", "sdebnn/fig1", "not yet reproduced", "diagram: no data",
     "(computed on a stand-in dataset)", "abc123 (uncommitted changes)", "plate diagram; carries no data", SPECIAL,
     "91.7 ± 0.310 (n=5)", "92.0 ± 0.500", "-0.270", "✓", "✗", "0.0123",
+    "Scale: paper", "smoke (udn_spirals at paper)",  # each artifact's scale; the studies run at another scale
 ]  # fmt: skip
 
 TABLE_CSV = """\
@@ -67,7 +68,7 @@ def manifest(tmp_path: Path) -> Path:
     (tmp_path / "reports/tables/udn_table1.csv").write_text(TABLE_CSV)
     artifacts = [
         {"id": "udn/fig2", "paper": "udn", "title": "spiral datasets D(ω)", "kind": "data", "caption": SPECIAL,
-         "shows": "two spirals", "status": "reproduced", "study": "udn_spirals", "standin": True,
+         "shows": "two spirals", "status": "reproduced", "study": "udn_spirals", "scale": "paper", "standin": True,
          "note": "1024 points per ω", "files": {"png": "reports/figures/udn_fig2.png"}, "drawn_by": FIG2_DRAWN_BY},
         {"id": "udn/table1", "paper": "udn", "title": "test accuracy", "kind": "table", "caption": "Accuracy.",
          "shows": "accuracy per model", "status": "reproduced", "study": "udn_spirals", "standin": False,
@@ -85,6 +86,7 @@ def manifest(tmp_path: Path) -> Path:
             "git_commit": "abc123",
             "git_dirty": True,
             "scale": "smoke",
+            "study_scales": {"udn_spirals": "paper"},
             "created": "2026-11-22T12:00:00Z",
             "command": "snakemake --cores 2",
             "config": {"scale": "smoke", "studies": ["udn_spirals"]},
