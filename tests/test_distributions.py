@@ -1,10 +1,13 @@
 """The closed forms of bnnrepro.distributions against torch.distributions on the same inputs."""
 
+import math
+
 import pytest
 import torch
 from torch.distributions import Categorical, Normal, kl_divergence
 
 from bnnrepro.distributions import (
+    RegressionLikelihood,
     categorical_log_likelihood,
     gaussian_kl,
     gaussian_sample,
@@ -101,3 +104,12 @@ def test_gaussian_sample_is_the_reparameterised_draw():
     torch.manual_seed(4)
     torch.testing.assert_close(draws, mean + log_std.exp() * torch.randn(1000, 3), rtol=0, atol=0)
     torch.testing.assert_close(draws.mean(0), mean, rtol=0, atol=0.2 * log_std.exp().max().item())
+
+
+@pytest.mark.parametrize("family", ["gaussian", "laplace", "cauchy"])
+def test_a_non_finite_prediction_gives_a_non_finite_log_likelihood_not_an_argument_error(family: str) -> None:
+    """The training step's finite check names the divergence (torch's argument check would raise a ValueError that
+    prints the whole tensor)."""
+    likelihood = RegressionLikelihood(0.1, family)
+    value = likelihood(torch.tensor([[[math.nan], [0.0]]]), torch.zeros(2, 1))
+    assert value.shape == (1, 2) and value[0, 0].isnan() and value[0, 1].isfinite()

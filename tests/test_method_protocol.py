@@ -163,6 +163,25 @@ def test_the_default_step_is_one_adam_step_on_the_loss_and_stops_before_a_non_fi
     assert method.w.grad is None  # no backward pass on a non-finite loss
 
 
+class SquareRoot(LossMinimiser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor([0.0, 4.0]))
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
+        return self.w.sqrt().sum()  # finite at w = 0, with an infinite gradient there
+
+
+def test_the_default_step_stops_before_writing_a_non_finite_gradient_into_the_weights() -> None:
+    """A finite loss with an infinite gradient (the workshop SDE-BNN toy at paper settings met one after 400 epochs)
+    is a divergence named by its parameter, and the weights stay as they were."""
+    method, x = SquareRoot(), torch.zeros(2)
+    optimizer = Adam([{"params": [method.w], "lr": 0.1}])
+    with pytest.raises(DivergedError, match="the gradient of w is not finite"):
+        method.training_step(x, x, 2, optimizer)
+    torch.testing.assert_close(method.w.detach(), torch.tensor([0.0, 4.0]))
+
+
 # --- the particle methods' step: particles.grad = -phi, then the optimiser ------------------------------------
 
 

@@ -76,8 +76,10 @@ class RegressionLikelihood(nn.Module):
         self.log_scale = nn.Parameter(torch.tensor(math.log(scale)), requires_grad=learn_scale)
 
     def forward(self, predictions: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """[S, B] from predictions [S, B, D] and targets [B, D], summed over D."""
-        return self.family(predictions, self.log_scale.exp()).log_prob(targets).sum(dim=-1)
+        """[S, B] from predictions [S, B, D] and targets [B, D], summed over D. Non-finite predictions give a
+        non-finite value (the training step's finite check then names the divergence), not torch's argument error."""
+        family = self.family(predictions, self.log_scale.exp(), validate_args=False)
+        return family.log_prob(targets).sum(dim=-1)
 
     @property
     def variance(self) -> float:

@@ -7,23 +7,25 @@ import abc
 import torch
 from torch import nn
 
-from bnnrepro.methods.protocol import finite_loss
+from bnnrepro.methods.protocol import check_finite_gradients, finite_loss
 from bnnrepro.optim import Adam
 
 
 class LossMinimiser(nn.Module, metaclass=abc.ABCMeta):
-    """A method whose step is loss -> finite check -> zero_grad -> backward -> optimizer.step on `loss`."""
+    """A method whose step is loss -> finite check -> zero_grad -> backward -> finite check -> optimizer.step."""
 
     @abc.abstractmethod
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
         """The scalar objective on the minibatch (x, y) of num_train training points, per datum."""
 
     def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
-        """One optimiser step on `loss`; DivergedError before the backward pass when the loss is not finite."""
+        """One optimiser step on `loss`; DivergedError before the backward pass when the loss is not finite, and
+        before the step when a gradient is not (the weights are left as they were)."""
         loss = self.loss(x, y, num_train)
         value = finite_loss(loss)
         optimizer.zero_grad()
         loss.backward()
+        check_finite_gradients(self)
         optimizer.step()
         return value
 

@@ -86,6 +86,14 @@ def check_method(method: object, module: str) -> None:
         )
 
 
+def check_finite_gradients(module: nn.Module) -> None:
+    """DivergedError naming the first parameter whose gradient is not finite: an optimiser step would write NaN or
+    inf into the weights (a finite loss can have such gradients, e.g. through a solver that overflowed)."""
+    for name, parameter in module.named_parameters():
+        if parameter.grad is not None and not torch.isfinite(parameter.grad).all():
+            raise DivergedError(f"the gradient of {name} is not finite")
+
+
 def finite_loss(loss: torch.Tensor) -> float:
     """The scalar `loss` as a float; DivergedError when it is not finite (the loop then names the run and the fix)."""
     value = loss.item()
