@@ -19,8 +19,9 @@ from bnnrepro.fidelity.claims import (
     udn_best_at_every_omega,
     udn_deepens_with_omega,
 )
-from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
+from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES, grid_part
 from bnnrepro.fidelity.document import fidelity_document
+from bnnrepro.studies import load_study
 
 
 def spiral_metrics(tmp_path: Path, accuracy: dict[str, list[float]], depth: list[float]) -> ArtifactContext:
@@ -98,3 +99,13 @@ def test_the_document_counts_what_was_collected(tmp_path: Path, holds: list[bool
     assert f"{sum(holds)} of {len(holds)}" in summary and f"{sum(within)} of {len(within)}" in summary
     assert "a \\| b" in document  # a '|' of the evidence does not end its cell
     assert "omega in {2, 8}" in document and "5 min wall" in document
+
+
+def test_the_provenance_says_which_part_of_the_grid_ran() -> None:
+    runs = load_study("udn_spirals").runs("paper")
+    part = [run for run in runs if run.method == "udn" and run.seed == 0 and run.hparams[0][1] in (4, 16)]
+    assert grid_part(runs, runs) == "the whole grid, 1700 runs"
+    assert grid_part(part, runs) == (
+        "4 of the grid's 1700 runs: method in {udn}; dataset in {spirals}; omega in {4, 16}; lr in {0.005, 0.01}; "
+        "seed in {0}"
+    )

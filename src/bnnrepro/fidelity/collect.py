@@ -51,8 +51,14 @@ def grid_part(runs: list[Run], all_runs: list[Run]) -> str:
     for run in runs:
         for key, value in [("method", run.method), ("dataset", run.dataset), *run.hparams, ("seed", run.seed)]:
             values.setdefault(key.rsplit(".", 1)[-1], set()).add(value)
-    listed = "; ".join(f"{key} in {{{', '.join(map(str, sorted(v, key=str)))}}}" for key, v in values.items())
+    listed = "; ".join(f"{key} in {{{', '.join(map(str, sorted(v, key=_value_order)))}}}" for key, v in values.items())
     return f"{len(runs)} of the grid's {len(all_runs)} runs: {listed}"
+
+
+def _value_order(value: object) -> tuple:
+    """Numbers in numeric order, then the other values by their text."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return (not number, value if number else str(value))
 
 
 def artifact_context(tree: Path, runs: list[Run], scale: str, artifact_id: str, metrics: Path) -> ArtifactContext:
