@@ -62,8 +62,9 @@ def _value_order(value: object) -> tuple:
 
 
 def artifact_context(tree: Path, runs: list[Run], scale: str, artifact_id: str, metrics: Path) -> ArtifactContext:
-    """The context the workflow gives the artifact's draw function, over `runs`, with the tidy metrics `metrics`
-    always set (claims about a figure drawn from runs may rest on the metrics too)."""
+    """The context the workflow gives the artifact's draw function, over those of `runs` whose file it draws has been
+    made, with the tidy metrics `metrics` always set (claims about a figure drawn from runs may rest on the metrics
+    too)."""
     declaration = declarations(scale)[artifact_id]
     run_files = [
         tree / run.file(declaration.run_file)
@@ -71,6 +72,7 @@ def artifact_context(tree: Path, runs: list[Run], scale: str, artifact_id: str, 
         if declaration.run_file is not None
         and run.method in declaration.methods
         and (not declaration.datasets or run.dataset in declaration.datasets)
+        and (tree / run.file(declaration.run_file)).is_file()
     ]
     study = runs[0].study
     return ArtifactContext(study, scale, metrics, [tree / f for f in declaration.data_files], run_files)
