@@ -86,8 +86,7 @@ def collect(tree: Path, study_name: str, scale: str, out: Path, wall_seconds: fl
     if not runs:
         raise FileNotFoundError(f"{tree}: no finished run of {study_name} at {scale}; train some first")
     folder = out / scale / study_name
-    if folder.exists():
-        shutil.rmtree(folder)
+    shutil.rmtree(folder / TABLES, ignore_errors=True)  # the other files are overwritten; findings.yaml is kept
     (folder / TABLES).mkdir(parents=True)
     tidy = tidy_metrics(study_name, scale, tree, present_only=True)
     tidy.to_csv(folder / METRICS_FILE, index=False)
