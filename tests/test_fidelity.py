@@ -98,7 +98,7 @@ def test_the_document_counts_what_was_collected(tmp_path: Path, holds: list[bool
     summary = next(line for line in document.splitlines() if line.startswith("| udn_spirals | paper |"))
     assert f"{sum(holds)} of {len(holds)}" in summary and f"{sum(within)} of {len(within)}" in summary
     assert "a \\| b" in document  # a '|' of the evidence does not end its cell
-    assert "omega in {2, 8}" in document and "5 min wall" in document
+    assert "omega in {2, 8}" in document and "5 min wall for its batches" in document
 
 
 def test_the_provenance_says_which_part_of_the_grid_ran() -> None:

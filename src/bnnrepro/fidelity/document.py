@@ -65,7 +65,7 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         f"## {provenance['study']} at `{provenance['scale']}`", "",
         f"Runs: {provenance['grid']}; training {provenance['train_seconds'] / 60:.1f} min summed over runs "
         f"(longest run {provenance['longest_run_seconds']:.0f} s)"
-        + (f", {wall / 60:.0f} min wall for the whole batch" if wall else "")
+        + (f", {wall / 60:.0f} min wall for its batches" if wall else "")
         + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}."
         + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
     ]  # fmt: skip
