@@ -15,19 +15,16 @@ import pandas as pd
 from bnnrepro import layout
 from bnnrepro.files import write_atomic
 from bnnrepro.job_process import freeze_imported_objects
-from bnnrepro.studies import load_study
+from bnnrepro.studies import Run, load_study
 
 
-def tidy_metrics(study_name: str, scale: str, root: Path = Path(), present_only: bool = False) -> pd.DataFrame:
-    """The tidy table of the study's runs at `scale` in the project `root`; with `present_only`, of those of its
-    runs that have finished (a part of the grid)."""
+def tidy_metrics(study_name: str, scale: str, root: Path = Path(), runs: list[Run] | None = None) -> pd.DataFrame:
+    """The tidy table of the study's runs at `scale` in the project `root` (of `runs` only, where given: a part of
+    the grid)."""
     study = load_study(study_name)
     rows = []
-    for run in study.runs(scale):
-        path = root / run.file(layout.RUN_METRICS)
-        if present_only and not path.is_file():
-            continue
-        result = json.loads(path.read_text())
+    for run in study.runs(scale) if runs is None else runs:
+        result = json.loads((root / run.file(layout.RUN_METRICS)).read_text())
         base = {
             "study": study.name, "run": run.id, "method": run.method, "dataset": run.dataset,
             "hparams": run.hparam_slug, "seed": run.seed, "standin": result["standin"],

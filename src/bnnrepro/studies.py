@@ -8,7 +8,7 @@ point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.lay
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
@@ -113,6 +113,11 @@ class Study:
             f"seed={run.seed}",
             f"dataset.path='{run.data_file(real_data)}'",
         ]
+
+
+def configured_scale(config: Mapping, study: str) -> str:
+    """The scale a study runs at in a workflow config: its entry in 'study_scales', else 'scale'."""
+    return config.get("study_scales", {}).get(study, config["scale"])
 
 
 def available_studies() -> list[str]:

@@ -31,7 +31,14 @@ from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
-from bnnrepro.studies import SCALES, StudyError, available_studies, check_overrides, load_study
+from bnnrepro.studies import (
+    SCALES,
+    StudyError,
+    available_studies,
+    check_overrides,
+    configured_scale,
+    load_study,
+)
 from bnnrepro.train_configs import check_protocol_files, composed_files
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -99,8 +106,8 @@ _check_study_scales()
 
 
 def study_scale(name):
-    """The scale a study runs at: its entry in config 'study_scales', else config 'scale'."""
-    return config["study_scales"].get(name, SCALE)
+    """The scale a study runs at (config 'study_scales', else 'scale')."""
+    return configured_scale(config, name)
 
 
 def study_runs(study):
@@ -309,12 +316,7 @@ def artifact_inputs(wildcards):
 def artifact_run_files(study, implementation):
     """The file an artifact draws from each run of its study whose method it names, on the datasets it names if
     any (e.g. config.yaml, or eval/<evaluation>.npz, which rule `evaluate` makes)."""
-    return [
-        run.file(implementation.run_file)
-        for run in study_runs(study)
-        if run.method in implementation.methods
-        and (not implementation.datasets or run.dataset in implementation.datasets)
-    ]
+    return [run.file(implementation.run_file) for run in study_runs(study) if implementation.reads(run)]
 
 
 def artifact_arguments(wildcards, input):

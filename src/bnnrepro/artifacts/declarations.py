@@ -17,6 +17,7 @@ from bnnrepro.artifacts.registry import CATALOG, artifact_stem, drawing_modules,
 from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.paths import config_dir
 from bnnrepro.sources import module_closure
+from bnnrepro.studies import Run
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,15 @@ class ArtifactDeclaration:
     @property
     def stem(self) -> str:
         return artifact_stem(self.artifact_id)
+
+    def reads(self, run: Run) -> bool:
+        """Whether the artifact draws from `run` (uses='runs': a run of a method it names, on a dataset it names if
+        it names any)."""
+        return (
+            self.run_file is not None
+            and run.method in self.methods
+            and (not self.datasets or run.dataset in self.datasets)
+        )
 
 
 def declarations(scale: str, record: Path | None = None) -> dict[str, ArtifactDeclaration]:

@@ -66,14 +66,8 @@ def artifact_context(tree: Path, runs: list[Run], scale: str, artifact_id: str, 
     made, with the tidy metrics `metrics` always set (claims about a figure drawn from runs may rest on the metrics
     too)."""
     declaration = declarations(scale)[artifact_id]
-    run_files = [
-        tree / run.file(declaration.run_file)
-        for run in runs
-        if declaration.run_file is not None
-        and run.method in declaration.methods
-        and (not declaration.datasets or run.dataset in declaration.datasets)
-        and (tree / run.file(declaration.run_file)).is_file()
-    ]
+    candidates = [tree / run.file(declaration.run_file) for run in runs if declaration.reads(run)]
+    run_files = [path for path in candidates if path.is_file()]
     study = runs[0].study
     return ArtifactContext(study, scale, metrics, [tree / f for f in declaration.data_files], run_files)
 
@@ -88,7 +82,7 @@ def collect(tree: Path, study_name: str, scale: str, out: Path, wall_seconds: fl
     folder = out / scale / study_name
     shutil.rmtree(folder / TABLES, ignore_errors=True)  # the other files are overwritten; findings.yaml is kept
     (folder / TABLES).mkdir(parents=True)
-    tidy = tidy_metrics(study_name, scale, tree, present_only=True)
+    tidy = tidy_metrics(study_name, scale, tree, runs)
     tidy.to_csv(folder / METRICS_FILE, index=False)
 
     drawn, rows = implementations(), []

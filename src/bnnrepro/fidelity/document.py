@@ -33,16 +33,22 @@ def _number(value: object, error: object = None, digits: int = 3) -> str:
     return text if error is None or pd.isna(error) else f"{text} ± {error:.2g}"
 
 
-def _table_section(table: pd.DataFrame) -> list[str]:
-    compared = table[table["published"].notna()]
+def _is_true(column: pd.Series) -> pd.Series:
+    """A column of booleans read back from a CSV (as text or bool), as booleans."""
+    return column.astype(str) == "True"
+
+
+def _table_section(compared: pd.DataFrame) -> list[str]:
+    """Our cells that have a published number, beside it."""
     if compared.empty:
         return ["Generated table (no published numbers to compare).", ""]
     lines = ["| row | column | ours | published | within the published error |", "|---|---|---|---|---|"]
-    for _, row in compared.iterrows():
-        within = "yes" if str(row["within_published_error"]) == "True" else "no"
-        lines.append(f"| {_cell(row['row'])} | {_cell(row['column'])} | {_number(row['ours'], row['ours_error'])} | "
-                     f"{_number(row['published'], row['published_error'])} | {within} |")  # fmt: skip
-    within = (compared["within_published_error"].astype(str) == "True").sum()
+    within = _is_true(compared["within_published_error"])
+    for (_, row), cell_within in zip(compared.iterrows(), within, strict=True):
+        ours, published = _number(row["ours"], row["ours_error"]), _number(row["published"], row["published_error"])
+        lines.append(f"| {_cell(row['row'])} | {_cell(row['column'])} | {ours} | {published} | "
+                     f"{'yes' if cell_within else 'no'} |")  # fmt: skip
+    within = within.sum()
     return [*lines, "", f"{within} of {len(compared)} published numbers reproduced within their error.", ""]
 
 
@@ -69,17 +75,17 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}."
         + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
     ]  # fmt: skip
-    checked = claims["holds"].dropna().astype(str) == "True"
+    checked = _is_true(claims["holds"].dropna())
     counts = {"claims": len(checked), "hold": int(checked.sum()), "cells": 0, "within": 0}
     for artifact_id in dict.fromkeys([*claims["artifact"], *_table_ids(folder, artifacts)]):
         lines += [f"### {artifact_id}: {artifacts[artifact_id]['title']}", ""]
         table_file = folder / TABLES / f"{artifact_id.replace('/', '_')}.csv"
         if table_file.is_file():
             table = pd.read_csv(table_file)
-            lines += _table_section(table)
             compared = table[table["published"].notna()]
+            lines += _table_section(compared)
             counts["cells"] += len(compared)
-            counts["within"] += int((compared["within_published_error"].astype(str) == "True").sum())
+            counts["within"] += int(_is_true(compared["within_published_error"]).sum())
             if "table" in findings.get(artifact_id, {}):
                 lines += [findings[artifact_id]["table"], ""]
         own = claims[claims["artifact"] == artifact_id]

@@ -27,7 +27,7 @@ from bnnrepro.files import write_atomic
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.paths import project_root
 from bnnrepro.sources import PACKAGE_DIR
-from bnnrepro.studies import load_study
+from bnnrepro.studies import configured_scale, load_study
 
 PACKAGES = ("torch", "torchsde", "snakemake", "dvc", "hydra-core", "numpy", "pandas", "seaborn", "typst")
 
@@ -84,7 +84,7 @@ def build_manifest(config: dict) -> dict:
     drawn, commit = implementations(), code_commit(root)
     reproduced, own_studies = {}, []
     for name in config["studies"]:
-        study, study_scale = load_study(name), config.get("study_scales", {}).get(name, scale)
+        study, study_scale = load_study(name), configured_scale(config, name)
         standin = uses_standin(root / layout.study_metrics_file(study_scale, name))
         if study.is_own:
             table = layout.artifact_files("table", layout.study_summary_stem(name))
