@@ -62,7 +62,7 @@ def build(cfg, spec: DataSpec) -> nn.Module:  # this module stands in for a meth
 def test_a_method_missing_a_hook_is_an_error_naming_the_hook_and_the_module(monkeypatch) -> None:
     monkeypatch.setitem(METHOD_MODULES, "without_step", __name__)
     cfg = compose_config(["method=gp", "dataset=sdebnn_toy", "run_dir=unused", "method.name=without_step"])
-    with pytest.raises(TypeError, match=r"lacks the hook\(s\) training_step, fit_posterior") as error:
+    with pytest.raises(TypeError, match=r"lacks the hook\(s\) training_step, end_epoch, fit_posterior") as error:
         build_method(cfg, TOY)
     assert __name__ in str(error.value)
     with pytest.raises(TypeError, match="must be an nn.Module"):
@@ -82,8 +82,8 @@ def test_method_modules_reads_what_each_module_declares_in_its_methods_tuple() -
 
 def test_the_hooks_are_the_protocols() -> None:
     assert HOOKS == (
-        "parameter_groups", "adapt_architecture", "training_step", "fit_posterior", "predict", "noise_variance",
-        "diagnostics", "prepare_resume",
+        "parameter_groups", "adapt_architecture", "training_step", "end_epoch", "fit_posterior", "predict",
+        "noise_variance", "diagnostics", "prepare_resume",
     )  # fmt: skip
 
 
@@ -118,6 +118,8 @@ def dataset_of(config: str) -> tuple[str, DataSpec]:
         return "mnist", MNIST
     if config.endswith("cifar10") or "resnet32" in config:
         return "cifar10", CIFAR10
+    if config in ("edl", "mc_dropout"):  # classification only
+        return "mnist", MNIST
     if module.endswith(("repulsive_ensembles", "hmc")):
         return "repulsive_toy", TOY
     return "sdebnn_toy", TOY

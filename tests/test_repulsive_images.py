@@ -33,8 +33,8 @@ from bnnrepro.inference.repulsive import (
 )
 from bnnrepro.methods import build_method
 from bnnrepro.metrics import model_disagreement, predictive_entropy
+from bnnrepro.models.image_layout import channels_first
 from bnnrepro.models.posterior_networks import relu_mlp
-from bnnrepro.models.resnet import channels_first
 from bnnrepro.paths import project_root
 from bnnrepro.train import compose_config
 

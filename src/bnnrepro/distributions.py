@@ -1,5 +1,5 @@
-"""Closed forms shared by the models and methods: Gaussian KL divergences and the likelihoods of the networks'
-outputs.
+"""Closed forms shared by the models and methods: Gaussian and Dirichlet KL divergences and the likelihoods of the
+networks' outputs.
 
 Prior widths are variances throughout: the weight prior is p(w) = N(0, prior_variance I).
 """
@@ -43,6 +43,16 @@ def unit_variance_gaussian_kl(means: list[torch.Tensor], prior_variance: float) 
 def normal_kl(mean_p: torch.Tensor, std_p: torch.Tensor, mean_q: torch.Tensor, std_q: torch.Tensor) -> torch.Tensor:
     """KL(N(mean_p, std_p^2) || N(mean_q, std_q^2)) elementwise, between two univariate Gaussians."""
     return torch.log(std_q / std_p) + (std_p**2 + (mean_p - mean_q) ** 2) / (2 * std_q**2) - 0.5
+
+
+def dirichlet_kl_to_uniform(alpha: torch.Tensor) -> torch.Tensor:
+    """KL(Dir(alpha) || Dir(1, ..., 1)) over the last axis of concentrations alpha [..., C], closed form (Haußmann 2021
+    thesis, §5.3, the KL term for classification): log Gamma(alpha_0) - log Gamma(C) - sum_c log Gamma(alpha_c)
+    + sum_c (alpha_c - 1)(psi(alpha_c) - psi(alpha_0)), alpha_0 = sum_c alpha_c."""
+    total = alpha.sum(-1)
+    digamma_gap = torch.digamma(alpha) - torch.digamma(total)[..., None]
+    normaliser = torch.lgamma(total) - math.lgamma(alpha.shape[-1]) - torch.lgamma(alpha).sum(-1)
+    return normaliser + ((alpha - 1) * digamma_gap).sum(-1)
 
 
 def categorical_log_likelihood(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

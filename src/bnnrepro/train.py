@@ -141,6 +141,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                 loss_sum += method.training_step(x_train[batch], y_train[batch], num_train, optimizer) * len(batch)
                 # torchsde's Brownian intervals are reference cycles holding their noise: free them each step
                 gc.collect(1)
+            method.end_epoch(x_train, y_train)
         except DivergedError as err:
             raise DivergedError(
                 f"run {run.path} diverged at epoch {epoch}: {err}. "

@@ -29,5 +29,8 @@ class LossMinimiser(nn.Module, metaclass=abc.ABCMeta):
         optimizer.step()
         return value
 
+    def end_epoch(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
+        """Nothing to refit between epochs."""
+
     def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
         """The trained parameters are the whole state: nothing to fit after the steps."""

@@ -1,11 +1,11 @@
 """What the training job (bnnrepro.train) and the evaluation job (bnnrepro.evaluations) call on a method.
 
 A method is an `nn.Module` with every hook of `Method`; `build_method` checks it (`check_method`). The training
-loop, for each epoch: `adapt_architecture` and `training_step` on each minibatch; before each evaluation (every
-`train.eval_every` epochs and after the last): `adapt_architecture`, `fit_posterior` on the whole training set,
-then `predict`, `noise_variance` and `diagnostics`. A resumed run and the evaluation job call `prepare_resume` with
-a checkpoint's state_dict before loading it, so whatever a method fits must live in its state_dict (parameters or
-buffers).
+loop, for each epoch: `adapt_architecture` and `training_step` on each minibatch, then `end_epoch`; before each
+evaluation (every `train.eval_every` epochs and after the last): `adapt_architecture`, `fit_posterior` on the whole
+training set, then `predict`, `noise_variance` and `diagnostics`. A resumed run and the evaluation job call
+`prepare_resume` with a checkpoint's state_dict before loading it, so whatever a method fits must live in its
+state_dict (parameters or buffers).
 
 Who implements what: a method trained by gradient steps on a loss derives from
 `bnnrepro.methods.loss_minimiser.LossMinimiser` (the default step, nothing to fit after it) and writes `loss`;
@@ -42,6 +42,11 @@ class Method(Protocol):
         """Train on the minibatch (x, y) of a training set of num_train points; return the batch's loss per datum
         (for the log: the epoch's `train_loss` is its mean over the batches). Raise `DivergedError` when the loss
         is not finite (`finite_loss`)."""
+        ...
+
+    def end_epoch(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
+        """Update, after each epoch's steps, what a method refits once per epoch on the whole training set (VBP's
+        type-II maximum-likelihood noise precision, thesis §3.6; EDL's annealing epoch count)."""
         ...
 
     def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:

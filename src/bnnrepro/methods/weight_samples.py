@@ -76,5 +76,8 @@ class WeightSamples(FixedArchitectureMethod):
     def diagnostics(self) -> dict[str, float]:
         return self.target.diagnostics(self.weights())
 
+    def end_epoch(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
+        """Nothing to refit between epochs: the samples are the whole state."""
+
     def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
         """The samples, which the steps move, are the whole posterior: nothing to fit after them."""

@@ -10,8 +10,9 @@ from omegaconf import DictConfig
 from torch import nn
 
 from bnnrepro.models.conv_dynamics import ImageSetting, image_sdebnn, image_weight_odenet
+from bnnrepro.models.image_layout import channels_first
 from bnnrepro.models.mean_field import SampledNetwork, to_mean_field
-from bnnrepro.models.resnet import ResNet, channels_first
+from bnnrepro.models.resnet import ResNet
 from bnnrepro.models.weight_sde_solver import SolverSettings
 
 IMAGE_SHAPES = {  # (C, H, W) of each image dataset

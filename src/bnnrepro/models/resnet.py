@@ -23,14 +23,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from bnnrepro.models.image_layout import channels_first
 from bnnrepro.models.weight_sde import ACTIVATIONS
 
 STAGE_WIDTHS = (16, 32, 64)
-
-
-def channels_first(x: torch.Tensor) -> torch.Tensor:
-    """The datasets' images, [B, H, W] (grey) or [B, H, W, C], as [B, C, H, W]."""
-    return x.unsqueeze(1) if x.dim() == 3 else x.permute(0, 3, 1, 2)
 
 
 class ChannelsFirstImages(nn.Module):
