@@ -20,6 +20,7 @@ Usage: python benchmarks/moment_step.py [--settings mnist_lenet5,cifar_lenet5,uc
 from __future__ import annotations
 
 import argparse
+import functools
 import platform
 import statistics
 import time
@@ -115,7 +116,8 @@ def main() -> None:
         base = time_steps(plain, plain_loss, x, y, args.repeats)
         line = f"{name:13s} deterministic {1000 * base:8.2f} ms"
         for label, method in (("vbp", vbp_method(setting)), ("bedl", bedl_method(setting))):
-            seconds = time_steps(method, lambda x, y, m=method: m.loss(x, y, setting.num_train), x, y, args.repeats)
+            loss = functools.partial(lambda x, y, m, n: m.loss(x, y, n), m=method, n=setting.num_train)
+            seconds = time_steps(method, loss, x, y, args.repeats)
             line += f"  {label} {1000 * seconds:8.2f} ms ({seconds / base:.2f}x)"
         print(line, flush=True)
 

@@ -34,6 +34,8 @@ REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "u
     "sdebnn/table1", "sdebnn/table2", "sdebnn/table3", "sdebnn/table4", "sdebnn/table5",
     "sdebnn_ws/fig1", "sdebnn_ws/fig2", "sdebnn_ws/fig3", "sdebnn_ws/fig4",
     "repulsive/fig1", "repulsive/fig2", "repulsive/fig3", "repulsive/figF.1", "repulsive/table1",
+    "thesis/fig3.3", "thesis/fig3.4", "thesis/table3.1", "thesis/table3.2", "thesis/table3.3", "thesis/table3.4",
+    "thesis/table5.1", "thesis/table5.2", "thesis/table5.3", "thesis/table5.4",
 }  # fmt: skip
 
 

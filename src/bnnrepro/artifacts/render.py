@@ -46,6 +46,8 @@ def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) 
         ],
         columns=["row", "column", "published", "published_error"],
     )
+    # numeric even where the paper gives no error at all (thesis Tables 5.2, 5.3: every error is null)
+    paper["published_error"] = pd.to_numeric(paper["published_error"])
     table = paper.merge(ours, on=["row", "column"], how="outer", sort=False)
     # the published order first, then our cells that the paper lacks in the order we made them
     keys = [*zip(paper["row"], paper["column"], strict=True), *zip(ours["row"], ours["column"], strict=True)]

@@ -1,7 +1,7 @@
 """Moments of activations of Gaussian pre-activations: the algebra of the sampling-free BNNs of Haußmann (2021).
 
 Every function maps the diagonal moments (mean, variance) of pre-activations f to those of the post-activations h,
-elementwise; covariances between units are dropped (thesis §3.2.2 and §5.1.1). Two families:
+elementwise; covariances between units are dropped (thesis §3.5.3 and §5.8.1.3). Two families:
 
 - Identity-Heaviside gates (VBP, thesis ch. 3): an activation written as f times a binary gate z with
   q(z) = Ber(sigmoid(C E[f])) (Proposition 1), z independent of f under the mean field. ReLU is f z (eq. 3.8),

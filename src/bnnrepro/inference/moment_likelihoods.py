@@ -26,20 +26,20 @@ def gaussian_expected_log_likelihood(
 
 def gaussian_log_marginal(targets: torch.Tensor, mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     """log N(y | mean, var), summed over outputs: a Gaussian marginal (BEDL's regression marginal, §5.4, and
-    VBP's predictive N(E f, 1/beta + var f), §3.2.2)."""
+    VBP's predictive N(E f, 1/beta + var f), §3.1.3)."""
     var = var.clamp_min(MIN_VARIANCE)
     return (-0.5 * (math.log(2 * math.pi) + var.log() + (targets - mean).square() / var)).sum(-1)
 
 
 def type2_ml_precision(targets: torch.Tensor, mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     """The noise precision maximising sum_n E[log N(y_n | f_n, 1/beta)]: 1/beta* = (1/N) sum_n ((y_n - E f_n)^2 +
-    var f_n) over all N points and outputs (thesis §3.6, "updated after each epoch")."""
+    var f_n) over all N points and outputs (thesis §3.3.1, "updated after each epoch")."""
     return 1.0 / ((targets - mean).square() + var).mean()
 
 
 def taylor_expected_log_softmax(targets: torch.Tensor, mean: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     """E[log softmax(f)_y] ~ E[f_y] - lse(E f) - 1/2 sum_c var[f_c] (p_c - p_c^2), p = softmax(E f): the
-    second-order (delta-method) expansion of E[lse(f)] with covariances dropped (thesis §3.3, after Wu et al.
+    second-order (delta-method) expansion of E[lse(f)] with covariances dropped (thesis §3.1.7, after Wu et al.
     2019), the multi-class data term of VBP and DVI in ch. 3."""
     log_p = mean.log_softmax(-1)
     p = log_p.exp()

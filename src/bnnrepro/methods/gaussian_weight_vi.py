@@ -9,11 +9,11 @@ log-likelihood E_q[log p(y | x, w)] of the ELBO (eq. 3.3, per datum: -E_q[log p]
 |        |                                                                  | sampled softmax (ch. 5)       |
 | varout | local-reparameterisation draws (Kingma et al. 2015), ReLU        | Monte Carlo                   |
 
-The KL over the binary activations (Proposition 2) is dropped, as in the thesis' experiments (§3.2.4).
+The KL over the binary activations (Proposition 2) is dropped, as in the thesis' experiments (§3.1.5.1).
 Regression: a Gaussian likelihood of precision beta, set after every epoch to its type-II maximum-likelihood value
-(§3.6: "for both VBP and VarOut"; VarOut's expectation by sampling) or kept fixed (ch. 5's beta = 100).
-Predictive: regression N(E f, 1/beta + var f) (§3.2.2; VarOut: its draws); classification the mean softmax of
-`eval_samples` draws of the final logits (§3.3; VarOut: of whole passes).
+(§3.3.1: "for both VBP and VarOut"; VarOut's expectation by sampling) or kept fixed (ch. 5's beta = 100).
+Predictive: regression N(E f, 1/beta + var f) (§3.1.3; VarOut: its draws); classification the mean softmax of
+`eval_samples` draws of the final logits (§3.1.7; VarOut: of whole passes).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class GaussianWeightVI(LossMinimiser, FixedArchitectureMethod):
 
     @torch.no_grad()
     def end_epoch(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
-        """Regression: beta <- N / sum_n E_q[(y_n - f_n)^2] on the whole training set (§3.6)."""
+        """Regression: beta <- N / sum_n E_q[(y_n - f_n)^2] on the whole training set (§3.3.1)."""
         if self.task != "regression" or not self.update_noise_precision:
             return
         if self.sampled_pass:

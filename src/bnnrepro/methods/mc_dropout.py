@@ -1,5 +1,5 @@
 """MC dropout (Gal & Ghahramani 2016): Bernoulli dropout after every hidden activation, at training and at test
-time, read as variational inference; the predictive is the mean softmax over dropout masks (thesis §2.2.3; the
+time, read as variational inference; the predictive is the mean softmax over dropout masks (thesis §2.2; the
 baseline of thesis Tables 5.2 and 5.4)."""
 
 from __future__ import annotations

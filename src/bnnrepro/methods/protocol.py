@@ -46,7 +46,7 @@ class Method(Protocol):
 
     def end_epoch(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
         """Update, after each epoch's steps, what a method refits once per epoch on the whole training set (VBP's
-        type-II maximum-likelihood noise precision, thesis §3.6; EDL's annealing epoch count)."""
+        type-II maximum-likelihood noise precision, thesis §3.3.1; EDL's annealing epoch count)."""
         ...
 
     def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:

@@ -30,7 +30,7 @@ from bnnrepro.inference.gaussian_moments import Moments
 from bnnrepro.models.image_layout import channels_first
 
 INITIAL_LOG_VARIANCE = (-9.0, 1e-3)
-"""log sigma^2 ~ N(-9, 1e-3) at initialisation (thesis §3.6 and §5.8.2, after Louizos & Welling 2017). Whether
+"""log sigma^2 ~ N(-9, 1e-3) at initialisation (thesis §3.5.4 and §5.8.2.1, after Louizos & Welling 2017). Whether
 1e-3 is a variance or a standard deviation is not stated; as the authors' code, the standard deviation."""
 
 
@@ -81,7 +81,7 @@ def layer_shapes(
 
 
 def he_normal_(weight: torch.Tensor, fan_in: int) -> torch.Tensor:
-    """N(0, 2 / fan_in): He et al. (2015), the thesis' initialisation of the means (§3.6)."""
+    """N(0, 2 / fan_in): He et al. (2015), the thesis' initialisation of the means (§3.5.4)."""
     with torch.no_grad():
         return weight.normal_(0.0, math.sqrt(2.0 / fan_in))
 
@@ -210,7 +210,7 @@ class MomentNetwork(nn.Module):
         return value
 
     def forward(self, x: torch.Tensor, input_variance: float = 0.0) -> Moments:
-        """Moments of f^L; `input_variance` > 0 injects known input noise var[x] (§3.2.2)."""
+        """Moments of f^L; `input_variance` > 0 injects known input noise var[x] (§3.1.3)."""
         inputs = Moments(x, torch.full_like(x, input_variance)) if input_variance > 0 else x
         return self._pass(inputs, lambda layer, value: layer.moments(value), self.activation)
 
