@@ -99,6 +99,8 @@ def test_cifar10_binary_format(registry_root, mirror, tmp_path: Path) -> None:
         set(pair.y("train")) <= {1, 4}
         and len(pair.y("train")) == np.isin(np.concatenate(labels_by_batch[:5]), [1, 4]).sum()
     )
+    with pytest.raises(ValueError, match=r"no images of class\(es\) \[10\].*set dataset.classes"):
+        images.load(prepared, {"val_fraction": 0.0, "classes": [4, 10]})
 
 
 def test_cifar100_binary_format(registry_root, mirror, tmp_path: Path) -> None:

@@ -120,6 +120,13 @@ def load(path: Path, config: Mapping) -> Splits:
         labels = formats.cifar10c_severity(arrays["labels"], int(config["severity"]))
         arrays = {"x_train": images[:0], "y_train": labels[:0], "x_test": images, "y_test": labels}
     if config.get("classes") is not None:
+        present = set(np.unique(np.concatenate([arrays["y_train"], arrays["y_test"]])).tolist())
+        missing = sorted(set(config["classes"]) - present)
+        if missing:
+            raise ValueError(
+                f"{path}: no images of class(es) {missing}; its labels are {sorted(present)}: set dataset.classes to "
+                "a subset of them"
+            )
         for split in ("train", "test"):
             keep = np.isin(arrays[f"y_{split}"], list(config["classes"]))
             arrays[f"x_{split}"], arrays[f"y_{split}"] = arrays[f"x_{split}"][keep], arrays[f"y_{split}"][keep]
