@@ -5,7 +5,8 @@ A `GaussianAffine` layer (linear or convolution) has q(w) = N(mu, sigma^2) per w
 weights, §2.2), and three ways through it:
 - `moments`: the mean and variance of its outputs given those of its inputs, exact for independent weights and
   inputs (eqs. 3.6-3.7; §5.1.1): E[f] = mu E[h] + mu_b and
-  var[f] = (mu^2 + sigma^2) var[h] + sigma^2 E[h]^2 + sigma_b^2, summed over the inputs;
+  var[f] = (mu^2 + sigma^2) var[h] + sigma^2 E[h]^2 + sigma_b^2, summed over the inputs (three matrix products per
+  layer, two for a deterministic input);
 - `sample`: one draw of the outputs by local reparameterisation (Kingma et al. 2015), VarOut's pass;
 - `mean_forward`: the network at the posterior means.
 
@@ -116,10 +117,11 @@ class GaussianAffine(nn.Module):
         weight_var, bias_var = self.weight_log_variance.exp(), self.bias_log_variance.exp()
         if isinstance(inputs, torch.Tensor):
             return Moments(self.mean_forward(inputs), self._affine(inputs.square(), weight_var, bias_var))
+        # var[f] = sum_i mu^2 var[h_i] + sigma^2 E[h_i^2] + sigma_b^2 (eq. 3.7 rearranged), both sums as one affine map
+        # of the inputs stacked along the channels: one matrix product (or convolution) of twice the width
         mean, var = inputs
-        out_var = self._affine(var, self.weight_mean.square() + weight_var, None) + self._affine(
-            mean.square(), weight_var, bias_var
-        )
+        stacked = torch.cat([var, var + mean.square()], 1)
+        out_var = self._affine(stacked, torch.cat([self.weight_mean.square(), weight_var], 1), bias_var)
         return Moments(self.mean_forward(mean), out_var)
 
     def sample(self, x: torch.Tensor) -> torch.Tensor:
