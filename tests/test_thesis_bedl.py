@@ -16,19 +16,16 @@ from omegaconf import OmegaConf
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog_entry, implementation
-from bnnrepro.artifacts.thesis_bedl import (
+from bnnrepro.artifacts.thesis_bedl import STUDY, classification_and_ood, gp_comparison, uci_log_likelihood
+from bnnrepro.artifacts.thesis_bedl_costs import (
     BUILDERS,
     FLOP_NETWORK,
-    STUDY,
     build_model,
-    classification_and_ood,
     count_flops,
     flops_per_data_point,
-    gp_comparison,
     measured_flops,
     method_config,
     step_and_prediction_flops,
-    uci_log_likelihood,
     with_samples,
 )
 from bnnrepro.data.registry import load_splits
