@@ -16,8 +16,11 @@ from bnnrepro.fidelity.claims import (
     accuracy_falls_with_omega,
     check,
     dun_beats_each_finite_network,
+    hyperprior_worse_than_bedl,
+    pac_improves_bedl,
     udn_best_at_every_omega,
     udn_deepens_with_omega,
+    vbp_competitive_on_uci,
 )
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES, grid_part
 from bnnrepro.fidelity.document import fidelity_document
@@ -66,6 +69,39 @@ def test_a_claim_the_runs_cannot_show_is_not_checked(tmp_path: Path) -> None:
     claim = next(c for c in CLAIMS if c.check is udn_best_at_every_omega)
     outcome = check(claim, context)
     assert outcome.holds is None and "another model" in outcome.evidence
+
+
+def uci_metrics(tmp_path: Path, study: str, nll: dict[tuple[str, str], list[float]]) -> ArtifactContext:
+    """A thesis study's tidy CSV of test NLLs (original units) per (method, dataset) over splits 0, 1, ..."""
+    rows = [
+        {"study": study, "method": method, "dataset": dataset, "split": split, "seed": 0,
+         "metric": "test_nll_original", "value": value}
+        for (method, dataset), values in nll.items()
+        for split, value in enumerate(values)
+    ]  # fmt: skip
+    path = tmp_path / "metrics.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return ArtifactContext(study, "paper", path)
+
+
+def test_the_thesis_uci_claims_hold_and_fail_on_constructed_tables(tmp_path: Path) -> None:
+    competitive = {("vbp", "uci_boston"): [2.50, 2.60], ("varout", "uci_boston"): [2.52, 2.62]}
+    assert vbp_competitive_on_uci(uci_metrics(tmp_path, "thesis_vbp", competitive)).holds
+    behind = {**competitive, ("vbp", "uci_yacht"): [2.0, 2.02], ("varout", "uci_yacht"): [1.5, 1.52]}
+    outcome = vbp_competitive_on_uci(uci_metrics(tmp_path, "thesis_vbp", behind))
+    assert not outcome.holds and "yacht -0.500" in outcome.evidence
+    bedl = {("bedl", "uci_boston"): [2.5, 2.6], ("bedl_pac", "uci_boston"): [2.4, 2.5],
+            ("bedl_hyper", "uci_boston"): [2.7, 2.8], ("bedl", "uci_naval"): [-6.0, -6.0],
+            ("bedl_pac", "uci_naval"): [-5.0, -5.0], ("bedl_hyper", "uci_naval"): [-3.0, -3.0]}  # fmt: skip
+    context = uci_metrics(tmp_path, "thesis_bedl", bedl)
+    assert pac_improves_bedl(context).holds  # naval, where BEDL-PAC is behind, is the thesis' exception
+    assert hyperprior_worse_than_bedl(context).holds
+    bedl[("bedl_pac", "uci_boston")] = [2.7, 2.8]
+    bedl[("bedl_hyper", "uci_boston")] = [2.0, 2.1]
+    context = uci_metrics(tmp_path, "thesis_bedl", bedl)
+    assert not pac_improves_bedl(context).holds and not hyperprior_worse_than_bedl(context).holds
+    only_bedl = uci_metrics(tmp_path, "thesis_bedl", {("bedl", "uci_boston"): [2.5, 2.6]})
+    assert check(next(c for c in CLAIMS if c.check is pac_improves_bedl), only_bedl).holds is None
 
 
 def test_every_claim_belongs_to_a_catalog_artifact() -> None:

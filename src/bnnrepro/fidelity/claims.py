@@ -275,3 +275,53 @@ def sdebnn_posterior_fits_the_data(context: ArtifactContext) -> Outcome:
 def workshop_posterior_fits_the_data(context: ArtifactContext) -> Outcome:
     """The posterior follows the data where they turn (the published one follows their dip)."""
     return _fits_the_dip(context, "ws_sdebnn")
+
+
+# --- Haußmann thesis, UCI regression (Tables 3.1, 5.1) --------------------------------------------------------------
+
+
+def _uci_cells(table: pd.DataFrame, rows: tuple[str, ...]) -> pd.DataFrame:
+    """[dataset x (mean, error) per row] of a UCI table's own cells; NotCheckable unless every row has a dataset."""
+    cells = table[table["row"].isin(rows) & table["ours"].notna()]
+    both = cells.groupby("column")["row"].nunique() == len(rows)
+    _require(bool(both.any()), f"data set with runs of all of {', '.join(rows)}")
+    cells = cells[cells["column"].isin(both[both].index)]
+    return cells.pivot(index="column", columns="row", values=["ours", "ours_error"])
+
+
+@claim("thesis/table3.1", "VBP either outperforms the baselines or performs competitively.")
+def vbp_competitive_on_uci(context: ArtifactContext) -> Outcome:
+    """Against our VarOut runs (the DVI and PBP rows are cited numbers): holds when on every data set VBP's mean test
+    log-likelihood is at least VarOut's minus twice their combined standard error."""
+    from bnnrepro.artifacts.thesis_vbp_tables import uci_log_likelihood
+
+    cells = _uci_cells(uci_log_likelihood(context.metrics), ("VBP", "VarOut"))
+    gap = cells["ours"]["VBP"] - cells["ours"]["VarOut"]
+    tolerance = 2 * np.hypot(cells["ours_error"]["VBP"], cells["ours_error"]["VarOut"])
+    listed = ", ".join(f"{name} {value:+.3f}" for name, value in gap.items())
+    return Outcome(bool((gap >= -tolerance).all()), f"VBP - VarOut: {listed}")
+
+
+def _bedl_uci_cells(context: ArtifactContext, rows: tuple[str, ...]) -> pd.DataFrame:
+    from bnnrepro.artifacts.thesis_bedl import uci_log_likelihood
+
+    return _uci_cells(uci_log_likelihood(context), rows)["ours"]
+
+
+@claim("thesis/table5.1", "BEDL-PAC improves on BEDL on every data set but naval.")
+def pac_improves_bedl(context: ArtifactContext) -> Outcome:
+    """Holds when BEDL-PAC's mean test log-likelihood exceeds BEDL's on every data set other than naval."""
+    means = _bedl_uci_cells(context, ("BEDL", "BEDL-PAC")).drop(index="naval", errors="ignore")
+    _require(not means.empty, "data set other than naval with runs of BEDL and BEDL-PAC")
+    gap = means["BEDL-PAC"] - means["BEDL"]
+    listed = ", ".join(f"{name} {value:+.3f}" for name, value in gap.items())
+    return Outcome(bool((gap > 0).all()), f"BEDL-PAC - BEDL: {listed}")
+
+
+@claim("thesis/table5.1", "BEDL-Hyper is worse than BEDL on every data set.")
+def hyperprior_worse_than_bedl(context: ArtifactContext) -> Outcome:
+    """Holds when BEDL-Hyper's mean test log-likelihood is below BEDL's on every data set."""
+    means = _bedl_uci_cells(context, ("BEDL", "BEDL-Hyper"))
+    gap = means["BEDL-Hyper"] - means["BEDL"]
+    listed = ", ".join(f"{name} {value:+.3f}" for name, value in gap.items())
+    return Outcome(bool((gap < 0).all()), f"BEDL-Hyper - BEDL: {listed}")
