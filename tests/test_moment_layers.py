@@ -15,6 +15,7 @@ from bnnrepro.inference import gaussian_moments as moments
 from bnnrepro.inference.gaussian_moments import Moments
 from bnnrepro.inference.moment_likelihoods import (
     gaussian_expected_log_likelihood,
+    logit_samples,
     taylor_expected_log_softmax,
     two_point_samples,
     type2_ml_precision,
@@ -239,3 +240,15 @@ def test_bad_activation_name_and_sharpness_are_named():
         activation_moments("heaviside_relu", sharpness=0.0)
     with pytest.raises(ValueError, match="shrink the input"):
         layer_shapes((1, 8, 8), [(4, 5, 2), (4, 5, 2)], [], 2)
+
+
+def test_logit_draws_are_gaussian_not_uniform():
+    """The authors' VBP code draws its sampled-logit noise with `rand_like` (uniform on [0, 1)); ours must be
+    N(mean, var): the draws' mean, variance and a tail probability against the Gaussian's."""
+    torch.manual_seed(0)
+    mean, var = torch.tensor([[0.5, -1.0]]), torch.tensor([[4.0, 0.25]])
+    draws = logit_samples(mean, var, 100_000)
+    torch.testing.assert_close(draws.mean(0), mean, atol=0.02, rtol=0)
+    torch.testing.assert_close(draws.var(0), var, atol=0.03, rtol=0.01)
+    below = (draws[:, 0, 0] < 0.5 - 2 * 2.0).float().mean()
+    assert below == pytest.approx(stats.norm.cdf(-2), abs=0.003)
