@@ -129,6 +129,11 @@ def _predictive_note() -> str:
     )
 
 
+def _with_data_note(note: str, scale: str, nets: tuple[str, ...]) -> str:
+    """`note`, and below the paper scale the image subsets and the stand-ins the runs read."""
+    return note if scale == "paper" else note + _subset_note(scale, nets) + STANDIN_NOTE
+
+
 def _subset_note(scale: str, nets: tuple[str, ...]) -> str:
     datasets = sorted({run.dataset for run in _runs(scale, nets)})
     subsets = []
@@ -203,9 +208,7 @@ def table32_note(scale: str) -> str:
         f"(the batch size is not stated; our choice){width}. Error and log-likelihood of {_predictive_note()}, at "
         "the last epoch, trained on the whole training set; ± is the std over seeds (none for one seed)."
     )
-    if scale == "paper":
-        return note
-    return note + _subset_note(scale, LENET5_NETS) + STANDIN_NOTE
+    return _with_data_note(note, scale, LENET5_NETS)
 
 
 @table("thesis/table3.2", note=table32_note)
@@ -231,9 +234,7 @@ def table33_note(scale: str) -> str:
         "are missing from the thesis' extracted text (their order is inferred); V-ReLU-Net is cited (no runs of ours). "
         "± is the std over seeds (none for one seed)."
     )
-    if scale == "paper":
-        return note
-    return note + _subset_note(scale, ONLINE_NETS) + STANDIN_NOTE
+    return _with_data_note(note, scale, ONLINE_NETS)
 
 
 @table("thesis/table3.3", note=table33_note)
