@@ -49,6 +49,10 @@ STANDIN_NOTE = (
 )
 
 
+def _base(method: str) -> str:
+    return method.partition("@")[0]
+
+
 def _network(method: str) -> str:
     return method.partition("@")[2]
 
@@ -56,9 +60,9 @@ def _network(method: str) -> str:
 def _labelled(metrics: pd.DataFrame, metric: str, nets: tuple[str, ...], methods=tuple(METHOD_LABELS)) -> pd.DataFrame:
     """Rows of `metric` of the runs of `methods` with a network of `nets`, labelled with the thesis' row names."""
     rows = metrics[metrics["metric"] == metric].copy()
-    base, net = rows["method"].str.partition("@")[0], rows["method"].map(_network)
+    base, net = rows["method"].map(_base), rows["method"].map(_network)
     rows = rows[base.isin(methods) & net.isin(nets)].copy()
-    rows["row"] = rows["method"].str.partition("@")[0].map(METHOD_LABELS)
+    rows["row"] = rows["method"].map(_base).map(METHOD_LABELS)
     return rows
 
 
