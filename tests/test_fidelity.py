@@ -145,3 +145,24 @@ def test_the_provenance_says_which_part_of_the_grid_ran() -> None:
         "4 of the grid's 1700 runs: method in {udn}; dataset in {spirals}; omega in {4, 16}; lr in {0.005, 0.01}; "
         "seed in {0}"
     )
+
+
+def test_a_thesis_table_is_found_by_its_file_stem_and_only_our_cells_are_counted(tmp_path: Path) -> None:
+    """Table files are named by `artifact_stem` ('thesis/table3.1' -> thesis_table3_1.csv); a published-only cell (a
+    cited row, or a data set this part of the grid did not run) is neither reproduced nor missed."""
+    folder = tmp_path / "paper" / "thesis_vbp"
+    (folder / TABLES).mkdir(parents=True)
+    (folder / PROVENANCE_FILE).write_text(json.dumps({
+        "study": "thesis_vbp", "scale": "paper", "commit": "abc1234", "machine": "x86_64, 2 CPUs",
+        "collected": "2026-11-25", "runs": 2, "standin": False, "train_seconds": 60.0, "longest_run_seconds": 40.0,
+        "grid": "2 of the grid's 450 runs",
+    }))  # fmt: skip
+    pd.DataFrame(columns=["artifact", "claim", "holds", "evidence"]).to_csv(folder / CLAIMS_FILE, index=False)
+    pd.DataFrame({
+        "row": ["DVI", "VBP", "VBP"], "column": ["boston", "boston", "naval"], "ours": [None, -2.6, None],
+        "ours_error": [None, 0.03, None], "n_runs": [None, 20, None], "published": [-2.58, -2.59, 5.79],
+        "published_error": [0.04, 0.03, 0.07], "within_published_error": [None, True, None],
+    }).to_csv(folder / TABLES / "thesis_table3_1.csv", index=False)  # fmt: skip
+    document = fidelity_document(tmp_path, "docs/fidelity")
+    assert "1 of 1 published numbers reproduced within their error." in document
+    assert "| thesis_vbp | paper | 2 |" in document

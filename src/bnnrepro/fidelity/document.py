@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bnnrepro.artifacts.registry import catalog
+from bnnrepro.artifacts.registry import artifact_stem, catalog
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
 from bnnrepro.files import read_yaml
 
@@ -41,7 +41,10 @@ def _is_true(column: pd.Series) -> pd.Series:
 def _table_section(compared: pd.DataFrame) -> list[str]:
     """Our cells that have a published number, beside it."""
     if compared.empty:
-        return ["Generated table (no published numbers to compare).", ""]
+        return [
+            "No cell of ours beside a published number (a generated table, or no runs of its part of the grid).",
+            "",
+        ]
     lines = ["| row | column | ours | published | within the published error |", "|---|---|---|---|---|"]
     within = _is_true(compared["within_published_error"])
     for (_, row), cell_within in zip(compared.iterrows(), within, strict=True):
@@ -79,10 +82,10 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
     counts = {"claims": len(checked), "hold": int(checked.sum()), "cells": 0, "within": 0}
     for artifact_id in dict.fromkeys([*claims["artifact"], *_table_ids(folder, artifacts)]):
         lines += [f"### {artifact_id}: {artifacts[artifact_id]['title']}", ""]
-        table_file = folder / TABLES / f"{artifact_id.replace('/', '_')}.csv"
+        table_file = folder / TABLES / f"{artifact_stem(artifact_id)}.csv"
         if table_file.is_file():
             table = pd.read_csv(table_file)
-            compared = table[table["published"].notna()]
+            compared = table[table["published"].notna() & table["ours"].notna()]  # our cells beside published ones
             lines += _table_section(compared)
             counts["cells"] += len(compared)
             counts["within"] += int(_is_true(compared["within_published_error"]).sum())
@@ -96,7 +99,7 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
 
 def _table_ids(folder: Path, artifacts: dict[str, dict]) -> list[str]:
     stems = {path.stem for path in (folder / TABLES).glob("*.csv")}
-    return [artifact_id for artifact_id in artifacts if artifact_id.replace("/", "_") in stems]
+    return [artifact_id for artifact_id in artifacts if artifact_stem(artifact_id) in stems]
 
 
 def fidelity_document(results: Path, shown_as: str) -> str:
