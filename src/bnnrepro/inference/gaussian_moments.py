@@ -87,7 +87,7 @@ def relu(moments: Moments) -> Moments:
     ratio = mean / std
     cdf, pdf = torch.special.ndtr(ratio), _standard_normal_pdf(ratio)
     out_mean = std * pdf + mean * cdf
-    second_moment = (mean.square() + var) * cdf + mean * std * pdf
+    second_moment = mean * out_mean + var * cdf  # = (mu^2 + sigma^2) Phi + mu sigma phi, two products fewer
     return Moments(out_mean, (second_moment - out_mean.square()).clamp_min(0))
 
 
