@@ -297,7 +297,7 @@ def test_bedl_pac_adds_the_pac_regulariser_which_depends_on_delta() -> None:
 
 
 def test_a_convolutions_initial_means_use_its_true_fan_in() -> None:
-    """He-normal means, std sqrt(2 / (in_channels k k)) (§3.6, §5.8.2). The authors' VBP code takes in_channels
+    """He-normal means, std sqrt(2 / (in_channels k k)) (§3.5.4, §5.8.2.1). The authors' VBP code takes in_channels
     (k-1)! as the fan-in: for k = 3 that is a std 2.1 times too large, for k = 5 2% too small."""
     for kernel in (3, 5):
         means = GaussianAffine(LayerShape(64, 256, kernel, 1)).weight_mean.detach()
