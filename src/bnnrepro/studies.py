@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jsonschema
 
@@ -21,7 +22,10 @@ from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file
 from bnnrepro.files import read_yaml
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
-from bnnrepro.train_configs import SCALES
+from bnnrepro.train_configs import SCALES, compose_config
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 STUDY_SCHEMA = Path(__file__).parent / "study.schema.yaml"
 
@@ -113,6 +117,13 @@ class Study:
             f"seed={run.seed}",
             f"dataset.path='{run.data_file(real_data)}'",
         ]
+
+    def variant_config(self, variant: str, dataset: str) -> DictConfig:
+        """The run config that method variant `variant` composes on `dataset` (config/train with the variant's
+        overrides, its method file's defaults list included): what a run of it reads, for tables that describe or
+        rebuild its network."""
+        overrides = [f"{key}={value}" for key, value in self.method_variants[variant].items()]
+        return compose_config([*overrides, f"dataset={dataset}", "dataset.path=unused", "run_dir=unused"])
 
 
 def configured_scale(config: Mapping, study: str) -> str:

@@ -19,8 +19,6 @@ import time
 from pathlib import Path
 
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro.data.registry import is_standin, load_splits
@@ -31,9 +29,8 @@ from bnnrepro.methods import build_method
 from bnnrepro.metrics import classification_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
 from bnnrepro.optim import Adam
-from bnnrepro.overrides import quote_path_values, quoting_hint
-from bnnrepro.paths import train_config_dir
 from bnnrepro.runs import RunFolder, config_digest
+from bnnrepro.train_configs import compose_config
 
 log = logging.getLogger("bnnrepro.train")
 
@@ -52,15 +49,6 @@ def duration(seconds: float) -> str:
     minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
-
-
-def compose_config(overrides: list[str]) -> DictConfig:
-    """The run's config: config/train composed with `overrides`, path values quoted for Hydra (bnnrepro.overrides)."""
-    with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3", job_name="train"):
-        try:
-            return compose(config_name="config", overrides=quote_path_values(overrides))
-        except OverrideParseException as err:
-            raise OverrideParseException(err.override, quoting_hint(err, overrides)) from None
 
 
 @torch.no_grad()

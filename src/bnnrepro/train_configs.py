@@ -11,14 +11,31 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bnnrepro.files import read_yaml
+from bnnrepro.overrides import quote_path_values, quoting_hint
 from bnnrepro.paths import project_root, train_config_dir
+
+if TYPE_CHECKING:  # the workflow reads this module when it builds the DAG: Hydra is imported where it composes
+    from omegaconf import DictConfig
 
 GROUPS = ("method", "dataset", "scale")
 SCALES = ("smoke", "default", "paper")
 """The options of the scale group (config/train/scale/)."""
 """The groups of config/train/config.yaml's defaults list that every run selects an option of."""
+
+
+def compose_config(overrides: list[str]) -> DictConfig:
+    """A run's config: config/train composed with `overrides`, path values quoted for Hydra (bnnrepro.overrides)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import OverrideParseException
+
+    with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3", job_name="train"):
+        try:
+            return compose(config_name="config", overrides=quote_path_values(overrides))
+        except OverrideParseException as err:
+            raise OverrideParseException(err.override, quoting_hint(err, overrides)) from None
 
 
 @cache

@@ -25,9 +25,14 @@ TABLE_COLUMNS = [
 ]  # fmt: skip
 
 
+def standard_deviation(values: pd.Series) -> float:
+    """The standard deviation (n - 1) of the seeds' values; NaN for one seed."""
+    return float(values.std(ddof=1)) if len(values) > 1 else math.nan
+
+
 def standard_error(values: pd.Series) -> float:
     """std / sqrt(n) of the seeds' values; NaN for one seed."""
-    return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.nan
+    return standard_deviation(values) / math.sqrt(len(values))
 
 
 def save_figure(fig: Figure, pdf: Path, png: Path) -> None:

@@ -20,7 +20,6 @@ from bnnrepro.methods import evidential, gaussian_weight_vi, mc_dropout
 from bnnrepro.methods.protocol import check_method
 from bnnrepro.optim import Adam
 from bnnrepro.studies import load_study
-from bnnrepro.train import compose_config
 
 THESIS_COSTS = {
     "mc_dropout": ("O((F+L)S)", "O((F+L)S)"),
@@ -43,9 +42,7 @@ BUILDERS = {name: module.build for module in (mc_dropout, gaussian_weight_vi, ev
 
 def method_config(method: str) -> DictConfig:
     """The run config of study method `method` (e.g. 'bedl@lenet5') on MNIST."""
-    variant = load_study(STUDY).method_variants[method]
-    overrides = [f"{key}={value}" for key, value in variant.items()]
-    return compose_config([*overrides, "dataset=mnist", "dataset.path=unused", "run_dir=unused"])
+    return load_study(STUDY).variant_config(method, "mnist")
 
 
 def with_samples(cfg: DictConfig, num_samples: int) -> DictConfig:

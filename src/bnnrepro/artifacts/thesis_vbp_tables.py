@@ -9,15 +9,14 @@ runs of ours and stay published-only.
 
 from __future__ import annotations
 
-import math
+from functools import cache
 
 import pandas as pd
-import yaml
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
-from bnnrepro.artifacts.render import standard_error
+from bnnrepro.artifacts.render import standard_deviation, standard_error
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 
@@ -75,11 +74,6 @@ def _summary(values: pd.DataFrame, error) -> pd.DataFrame:
         "row": summary["row"].to_numpy(), "column": summary["column"].to_numpy(), "ours": summary["mean"].to_numpy(),
         "ours_error": summary.iloc[:, 3].to_numpy(), "n_runs": summary["count"].to_numpy(),
     })  # fmt: skip
-
-
-def _std(values: pd.Series) -> float:
-    """The standard deviation over runs (ddof 1); NaN for one run."""
-    return float(values.std(ddof=1)) if len(values) > 1 else math.nan
 
 
 def _protocol(dataset: str, scale: str):
@@ -201,7 +195,7 @@ def image_classification(metrics: pd.DataFrame) -> pd.DataFrame:
     likelihood = _labelled(metrics, "test_nll", LENET5_NETS)
     likelihood["column"] = likelihood["dataset"].map(IMAGE_LABELS) + " test log-likelihood"
     likelihood["value"] = -likelihood["value"]
-    return _summary(pd.concat([error, likelihood]), _std)
+    return _summary(pd.concat([error, likelihood]), standard_deviation)
 
 
 def table32_note(scale: str) -> str:
@@ -227,7 +221,7 @@ def online_accuracy(metrics: pd.DataFrame) -> pd.DataFrame:
     """Test accuracy (%) after a single pass over the training set, mean ± standard deviation over seeds."""
     rows = _labelled(metrics, "test_accuracy", ONLINE_NETS)
     rows["column"], rows["value"] = rows["dataset"].map(IMAGE_LABELS) + " accuracy", 100 * rows["value"]
-    return _summary(rows, _std)
+    return _summary(rows, standard_deviation)
 
 
 def table33_note(scale: str) -> str:
@@ -249,15 +243,12 @@ def online_learning(context: ArtifactContext) -> pd.DataFrame:
 # Table 3.4 -----------------------------------------------------------------------------------------------------
 
 
-def variant_method_config(variant: str):
-    """The method config of a study method variant: its method's config/train/method file with the variant's
-    `method.*` overrides (values parsed as Hydra parses them)."""
-    overrides = load_study(STUDY).method_variants[variant]
-    config = OmegaConf.load(train_config_dir() / "method" / f"{overrides['method']}.yaml")
-    for key, value in overrides.items():
-        if key.startswith("method."):
-            OmegaConf.update(config, key.split(".", 1)[1], yaml.safe_load(str(value)))
-    return config
+@cache
+def variant_method_config(variant: str) -> DictConfig:
+    """The method config of a study method variant, composed as its runs compose it (on a data set it runs on)."""
+    study = load_study(STUDY)
+    dataset = next(run.dataset for run in study.runs("paper") if run.method == variant)
+    return study.variant_config(variant, dataset).method
 
 
 def lenet5_layers(variant: str, image_shape: tuple[int, ...], num_classes: int) -> list[dict]:

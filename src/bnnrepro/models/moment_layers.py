@@ -129,14 +129,15 @@ class GaussianAffine(nn.Module):
         mean, var = self.moments(x)
         return mean + var.sqrt() * torch.randn_like(mean)
 
+    def posterior_pairs(self) -> tuple[tuple[nn.Parameter, nn.Parameter], ...]:
+        """(mean, log_variance) of the weights and of the biases."""
+        return (self.weight_mean, self.weight_log_variance), (self.bias_mean, self.bias_log_variance)
+
     def kl(self, prior_precision: float) -> torch.Tensor:
         """KL(q || N(0, 1/prior_precision)) over this layer's weights and biases, closed form."""
         return sum(
             gaussian_kl(mean, 0.5 * log_variance, 1.0 / prior_precision)
-            for mean, log_variance in (
-                (self.weight_mean, self.weight_log_variance),
-                (self.bias_mean, self.bias_log_variance),
-            )
+            for mean, log_variance in self.posterior_pairs()
         )
 
 
@@ -158,8 +159,8 @@ ACTIVATION_MOMENTS: dict[str, Callable[..., Moments]] = {
     "relu": gaussian_moments.relu,
     "elu": gaussian_moments.elu,
 }
-"""Activation names of the configs -> their moments; options (sharpness C, slope, alpha, scale) are the
-config's `activation_options`."""
+"""Activation names -> their moments; `activation_moments` binds their options (sharpness C, slope, alpha,
+scale)."""
 
 
 def activation_moments(name: str, **options: float) -> Callable[[Moments], Moments]:
@@ -171,37 +172,36 @@ def activation_moments(name: str, **options: float) -> Callable[[Moments], Momen
     return functools.partial(ACTIVATION_MOMENTS[name], **options)
 
 
+def _reshaped(value: Moments | torch.Tensor, reshape: Callable) -> Moments | torch.Tensor:
+    """`reshape` applied to a tensor, or to both moments."""
+    return reshape(value) if isinstance(value, torch.Tensor) else Moments(reshape(value.mean), reshape(value.var))
+
+
 def _flatten_input(x: Moments | torch.Tensor, first: LayerShape) -> Moments | torch.Tensor:
     """A convolutional net's images channels first (the datasets store [N, H, W] or [N, H, W, C]); an MLP's inputs
     as vectors (an image into a fully connected net, e.g. thesis Table 3.3's online MLPs)."""
-    reshape = channels_first if first.kernel else (lambda value: value.flatten(1))
-    return reshape(x) if isinstance(x, torch.Tensor) else Moments(reshape(x.mean), reshape(x.var))
+    return _reshaped(x, channels_first if first.kernel else _vectors)
 
 
 def _flatten(value: Moments | torch.Tensor, shape: LayerShape, next_shape: LayerShape) -> Moments | torch.Tensor:
     """Flatten after the last convolution."""
-    if not (shape.kernel and not next_shape.kernel):
-        return value
-    if isinstance(value, torch.Tensor):
-        return value.flatten(1)
-    return Moments(value.mean.flatten(1), value.var.flatten(1))
+    return _reshaped(value, _vectors) if shape.kernel and not next_shape.kernel else value
+
+
+def _vectors(x: torch.Tensor) -> torch.Tensor:
+    return x.flatten(1)
 
 
 class MomentNetwork(nn.Module):
     """Gaussian affine layers with `activation` between them (none after the last): the output moments of f^L
-    (`forward`), a local-reparameterisation draw of f^L with the deterministic `rectifier` (`sample`), or f^L at
-    the posterior means (`mean_forward`)."""
+    (`forward`), a local-reparameterisation draw of f^L with ReLUs between the layers (`sample`), or f^L at the
+    posterior means with ReLUs (`mean_forward`)."""
 
-    def __init__(
-        self,
-        shapes: Sequence[LayerShape],
-        activation: Callable[[Moments], Moments],
-        rectifier: Callable[[torch.Tensor], torch.Tensor] = F.relu,
-    ):
+    def __init__(self, shapes: Sequence[LayerShape], activation: Callable[[Moments], Moments]):
         super().__init__()
         self.shapes = list(shapes)
         self.layers = nn.ModuleList(GaussianAffine(shape) for shape in shapes)
-        self.activation, self.rectifier = activation, rectifier
+        self.activation = activation
 
     def _pass(self, x, through: Callable, between: Callable):
         value = _flatten_input(x, self.shapes[0])
@@ -217,21 +217,17 @@ class MomentNetwork(nn.Module):
         return self._pass(inputs, lambda layer, value: layer.moments(value), self.activation)
 
     def sample(self, x: torch.Tensor) -> torch.Tensor:
-        return self._pass(x, lambda layer, value: layer.sample(value), self.rectifier)
+        return self._pass(x, lambda layer, value: layer.sample(value), F.relu)
 
     def mean_forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self._pass(x, lambda layer, value: layer.mean_forward(value), self.rectifier)
+        return self._pass(x, lambda layer, value: layer.mean_forward(value), F.relu)
 
     def kl(self, prior_precision: float) -> torch.Tensor:
         return sum(layer.kl(prior_precision) for layer in self.layers)
 
     def weight_pairs(self) -> list[tuple[nn.Parameter, nn.Parameter]]:
         """(mean, log_variance) of every weight and bias tensor: BEDL-Hyper's hyperprior reads them."""
-        return [
-            pair
-            for layer in self.layers
-            for pair in ((layer.weight_mean, layer.weight_log_variance), (layer.bias_mean, layer.bias_log_variance))
-        ]
+        return [pair for layer in self.layers for pair in layer.posterior_pairs()]
 
 
 class PlainNetwork(nn.Module):
