@@ -53,6 +53,12 @@ def logit_samples(mean: torch.Tensor, var: torch.Tensor, num_samples: int) -> to
     return mean + var.clamp_min(0).sqrt() * noise
 
 
+def sampled_predictive(mean: torch.Tensor, var: torch.Tensor, num_samples: int) -> torch.Tensor:
+    """The mean softmax [B, C] of `num_samples` draws of f^L ~ N(mean, diag var): the classification predictive by
+    sampling the final logits (thesis §3.1.7; BEDL's, §5.2.2)."""
+    return logit_samples(mean, var, num_samples).softmax(-1).mean(0)
+
+
 def log_mean_softmax(targets: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     """log (1/S) sum_s softmax(f_s)_y for logit draws [S, B, C]: the Monte Carlo marginal of BEDL (eq. 5.8,
     alpha_c / alpha_0 = softmax(f)_c) and the log-likelihood of a sampled predictive."""

@@ -30,7 +30,14 @@ from bnnrepro.inference import moment_likelihoods as likelihoods
 from bnnrepro.inference.gaussian_moments import Moments
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
-from bnnrepro.models.moment_layers import MomentNetwork, PlainNetwork, activation_moments, in_chunks, network_shapes
+from bnnrepro.models.moment_layers import (
+    MomentNetwork,
+    PlainNetwork,
+    activation_moments,
+    in_chunks,
+    network_shapes,
+    predictive_in_chunks,
+)
 
 METHODS = ("bedl", "edl")
 """The Hydra method names (config/train/method/*.yaml `name`) this module builds; BEDL-PAC and BEDL-Hyper are
@@ -122,13 +129,13 @@ class BayesianEvidential(LossMinimiser, FixedArchitectureMethod):
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """Classification: the mean of softmax(f^L) over `eval_samples` draws [N, C]; regression: two points
         carrying N(m_1, s_1^2 + exp(m_2 + s_2^2 / 2)) exactly, the observation noise 1/beta beside them."""
-        return in_chunks(self._predict_chunk, x, dim=0 if self.task == "classification" else 1)
+        return predictive_in_chunks(self._predict_chunk, x, self.task)
 
     def _predict_chunk(self, x: torch.Tensor) -> torch.Tensor:
         outputs = self.network(x)
         if self.task == "regression":
             return likelihoods.two_point_samples(*self._regression_marginal(outputs))
-        return likelihoods.logit_samples(*outputs, self.eval_samples).softmax(-1).mean(0)
+        return likelihoods.sampled_predictive(*outputs, self.eval_samples)
 
     def noise_variance(self) -> float:
         return 1.0 / self.noise_precision if self.task == "regression" else 0.0

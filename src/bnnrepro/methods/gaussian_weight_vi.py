@@ -25,7 +25,13 @@ from bnnrepro.data.spec import DataSpec
 from bnnrepro.inference import moment_likelihoods as likelihoods
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
-from bnnrepro.models.moment_layers import MomentNetwork, activation_moments, in_chunks, network_shapes
+from bnnrepro.models.moment_layers import (
+    MomentNetwork,
+    activation_moments,
+    in_chunks,
+    network_shapes,
+    predictive_in_chunks,
+)
 
 METHODS = ("vbp", "dvi", "varout")
 """The Hydra method names (config/train/method/*.yaml `name`) this module builds."""
@@ -100,7 +106,7 @@ class GaussianWeightVI(LossMinimiser, FixedArchitectureMethod):
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """Classification: predictive probabilities [N, C]; regression: [S, N, D] samples of the mean function
         (two points carrying N(E f, var f) exactly for the sampling-free methods)."""
-        return in_chunks(self._predict_chunk, x, dim=0 if self.task == "classification" else 1)
+        return predictive_in_chunks(self._predict_chunk, x, self.task)
 
     def _predict_chunk(self, x: torch.Tensor) -> torch.Tensor:
         if self.sampled_pass:
@@ -109,7 +115,7 @@ class GaussianWeightVI(LossMinimiser, FixedArchitectureMethod):
         mean, var = self.network(x, self.input_variance)
         if self.task == "regression":
             return likelihoods.two_point_samples(mean, var)
-        return likelihoods.logit_samples(mean, var, self.eval_samples).softmax(-1).mean(0)
+        return likelihoods.sampled_predictive(mean, var, self.eval_samples)
 
     def noise_variance(self) -> float:
         return 1.0 / float(self.noise_precision) if self.task == "regression" else 0.0

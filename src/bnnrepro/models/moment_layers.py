@@ -269,3 +269,9 @@ convolution (3 GB) per tensor."""
 def in_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, dim: int = 0) -> torch.Tensor:
     """function(x) evaluated on chunks of EVALUATION_CHUNK inputs, concatenated along `dim` of the outputs."""
     return torch.cat([function(chunk) for chunk in x.split(EVALUATION_CHUNK)], dim)
+
+
+def predictive_in_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, task: str) -> torch.Tensor:
+    """`in_chunks` for a method's `predict`: probabilities [N, C] join along the inputs, regression samples
+    [S, N, D] along their second axis."""
+    return in_chunks(function, x, dim=0 if task == "classification" else 1)
