@@ -25,7 +25,7 @@ from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import peak_memory_mib, resolve_device
 from bnnrepro.errors import DivergedError
 from bnnrepro.job_process import freeze_imported_objects
-from bnnrepro.methods import build_method
+from bnnrepro.methods import build_method, own_training_job
 from bnnrepro.metrics import classification_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
 from bnnrepro.optim import Adam
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         format="%(asctime)s %(message)s",
         handlers=[logging.StreamHandler(), logging.FileHandler(run.file(RunFolder.LOG))],
     )
-    train(cfg, run)
+    (own_training_job(cfg.method.name) or train)(cfg, run)
 
 
 if __name__ == "__main__":

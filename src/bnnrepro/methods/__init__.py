@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from bnnrepro.paths import train_config_dir
@@ -76,14 +78,24 @@ def config_method_name(config_name: str) -> str:
     return config_method_name(parents[0])
 
 
-def build_method(cfg: DictConfig, spec: DataSpec) -> Method:
-    """The method `cfg.method.name` on data `spec`; an error names a missing hook of the protocol."""
-    name = cfg.method.name
+def method_module(name: str) -> ModuleType:
+    """The module of method `name`, imported; KeyError naming the known methods."""
     if name not in METHOD_MODULES:
         raise KeyError(f"unknown method {name!r}; known methods: {', '.join(sorted(METHOD_MODULES))}")
+    return importlib.import_module(METHOD_MODULES[name])
+
+
+def own_training_job(name: str) -> Callable | None:
+    """`train_job(cfg, run)` of a method whose module owns its training job (a labelling run,
+    bnnrepro.methods.active_learning), else None: bnnrepro.train's epochs train it."""
+    return getattr(method_module(name), "train_job", None)
+
+
+def build_method(cfg: DictConfig, spec: DataSpec) -> Method:
+    """The method `cfg.method.name` on data `spec`; an error names a missing hook of the protocol."""
     from bnnrepro.methods.protocol import check_method
 
-    module = METHOD_MODULES[name]
-    method = importlib.import_module(module).build(cfg, spec)
-    check_method(method, module)
+    module = method_module(cfg.method.name)
+    method = module.build(cfg, spec)
+    check_method(method, module.__name__)
     return method

@@ -9,6 +9,10 @@ log-likelihood E_q[log p(y | x, w)] of the ELBO (eq. 3.3, per datum: -E_q[log p]
 |        |                                                                  | sampled softmax (ch. 5)       |
 | varout | local-reparameterisation draws (Kingma et al. 2015), ReLU        | Monte Carlo                   |
 
+With `likelihood: probit`, DVI's network is ch. 4's CLT-BNN (§4.2.1): the multi-label probit likelihood, whose data
+term is the log of the closed-form predictive (4.4) (the thesis does not state it; the authors' RAL code's), and
+with `variance: dropout` its CLT-BNN-Fix (§4.6.2; bnnrepro.models.moment_layers.DropoutVarianceAffine).
+
 The KL over the binary activations (Proposition 2) is dropped, as in the thesis' experiments (§3.1.5.1).
 Regression: a Gaussian likelihood of precision beta, set after every epoch to its type-II maximum-likelihood value
 (§3.3.1: "for both VBP and VarOut"; VarOut's expectation by sampling) or kept fixed (ch. 5's beta = 100).
@@ -18,14 +22,25 @@ Predictive: regression N(E f, 1/beta + var f) (§3.1.3; VarOut: its draws); clas
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 from omegaconf import DictConfig
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.inference import moment_likelihoods as likelihoods
+from bnnrepro.inference.classification_likelihoods import (
+    MultiLabelProbit,
+    classification_likelihood,
+    probit_draws,
+    probit_predictive,
+)
+from bnnrepro.inference.gaussian_moments import Moments
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.moment_layers import (
+    DropoutVarianceAffine,
+    GaussianAffine,
     MomentNetwork,
     activation_moments,
     in_chunks,
@@ -56,10 +71,14 @@ class GaussianWeightVI(LossMinimiser, FixedArchitectureMethod):
         num_samples: int,
         eval_samples: int,
         input_variance: float = 0.0,
+        likelihood: str = "softmax",
     ):
         super().__init__()
         if softmax_expectation not in ("taylor", "sampled"):
             raise ValueError(f"softmax_expectation must be taylor or sampled, got {softmax_expectation!r}")
+        self.likelihood = classification_likelihood(likelihood)
+        if self.likelihood is MultiLabelProbit and sampled_pass:
+            raise ValueError("the probit likelihood's closed form needs output moments; VarOut samples its outputs")
         self.network, self.task, self.sampled_pass = network, task, sampled_pass
         self.softmax_expectation, self.prior_precision = softmax_expectation, prior_precision
         self.update_noise_precision = update_noise_precision
@@ -81,6 +100,8 @@ class GaussianWeightVI(LossMinimiser, FixedArchitectureMethod):
         mean, var = self.network(x, self.input_variance)
         if self.task == "regression":
             return likelihoods.gaussian_expected_log_likelihood(y, mean, var, self.noise_precision)
+        if self.likelihood is MultiLabelProbit:  # log Ber(y | Phi(g / sqrt(1 + h))), eq. (4.4)
+            return MultiLabelProbit.log_likelihood_of_outputs(mean / torch.sqrt(1.0 + var), y)
         if self.softmax_expectation == "taylor":
             return likelihoods.taylor_expected_log_softmax(y, mean, var)
         return likelihoods.mean_log_softmax(y, likelihoods.logit_samples(mean, var, self.num_samples))
@@ -115,7 +136,27 @@ class GaussianWeightVI(LossMinimiser, FixedArchitectureMethod):
         mean, var = self.network(x, self.input_variance)
         if self.task == "regression":
             return likelihoods.two_point_samples(mean, var)
+        if self.likelihood is MultiLabelProbit:
+            return MultiLabelProbit.class_probabilities(probit_predictive(mean, var))
         return likelihoods.sampled_predictive(mean, var, self.eval_samples)
+
+    @torch.no_grad()
+    def output_moments(self, x: torch.Tensor) -> Moments:
+        """The moments (g, h) of the outputs f^L [N, C] (RAL's state, thesis §4.2.2)."""
+        if self.sampled_pass:
+            raise ValueError("VarOut samples its outputs: it has no output moments")
+        stacked = in_chunks(lambda chunk: torch.cat(self.network(chunk, self.input_variance), -1), x)
+        return Moments(*stacked.chunk(2, -1))
+
+    @torch.no_grad()
+    def acquisition_probabilities(self, x: torch.Tensor, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The likelihood's probabilities under the predictive [N, C] (the probit's in closed form, eq. 4.4) and
+        under `num_samples` draws of the outputs [S, N, C] (BALD's second term, thesis §4.3)."""
+        mean, var = self.output_moments(x)
+        if self.likelihood is MultiLabelProbit:
+            return probit_predictive(mean, var), probit_draws(mean, var, num_samples)
+        draws = likelihoods.logit_samples(mean, var, num_samples).softmax(-1)
+        return draws.mean(0), draws
 
     def noise_variance(self) -> float:
         return 1.0 / float(self.noise_precision) if self.task == "regression" else 0.0
@@ -133,10 +174,13 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> GaussianWeightVI:
     cfg = run_cfg.method
     if cfg.noise_precision_update not in ("type2_ml", "fixed"):
         raise ValueError(f"method.noise_precision_update must be type2_ml or fixed, got {cfg.noise_precision_update!r}")
+    if cfg.variance not in ("learned", "dropout"):
+        raise ValueError(f"method.variance must be learned or dropout, got {cfg.variance!r}")
     num_outputs = spec.num_classes if spec.task == "classification" else 1
     options = {"sharpness": cfg.gate_sharpness} if cfg.name == "vbp" else {}
+    layer = GaussianAffine if cfg.variance == "learned" else partial(DropoutVarianceAffine, dropout=cfg.dropout)
     network = MomentNetwork(
-        network_shapes(cfg, spec.input_shape, num_outputs), activation_moments(ACTIVATIONS[cfg.name], **options)
+        network_shapes(cfg, spec.input_shape, num_outputs), activation_moments(ACTIVATIONS[cfg.name], **options), layer
     )
     return GaussianWeightVI(
         network,
@@ -149,4 +193,5 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> GaussianWeightVI:
         num_samples=cfg.num_samples,
         eval_samples=cfg.eval_samples,
         input_variance=cfg.input_variance,
+        likelihood=cfg.likelihood,
     )

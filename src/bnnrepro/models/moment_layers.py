@@ -11,7 +11,8 @@ weights, §2.2), and three ways through it:
 - `mean_forward`: the network at the posterior means.
 
 `MomentNetwork` alternates these layers with an activation's moments (bnnrepro.inference.gaussian_moments); its
-`kl` is KL(q || N(0, 1/alpha)) summed over every weight.
+`kl` is KL(q || N(0, 1/alpha)) summed over every weight. `DropoutVarianceAffine` fixes the variances to those of
+Gaussian dropout (thesis ch. 4's CLT-BNN-Fix).
 """
 
 from __future__ import annotations
@@ -112,9 +113,13 @@ class GaussianAffine(nn.Module):
     def mean_forward(self, x: torch.Tensor) -> torch.Tensor:
         return self._affine(x, self.weight_mean, self.bias_mean)
 
+    def variances(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """sigma^2 of the weights and of the biases."""
+        return self.weight_log_variance.exp(), self.bias_log_variance.exp()
+
     def moments(self, inputs: Moments | torch.Tensor) -> Moments:
         """Output moments from input moments (or a deterministic input, whose variance is 0: §5.1.1's first layer)."""
-        weight_var, bias_var = self.weight_log_variance.exp(), self.bias_log_variance.exp()
+        weight_var, bias_var = self.variances()
         if isinstance(inputs, torch.Tensor):
             return Moments(self.mean_forward(inputs), self._affine(inputs.square(), weight_var, bias_var))
         # var[f] = sum_i mu^2 var[h_i] + sigma^2 E[h_i^2] + sigma_b^2 (eq. 3.7 rearranged), both sums as one affine map
@@ -139,6 +144,30 @@ class GaussianAffine(nn.Module):
             gaussian_kl(mean, 0.5 * log_variance, 1.0 / prior_precision)
             for mean, log_variance in self.posterior_pairs()
         )
+
+
+class DropoutVarianceAffine(GaussianAffine):
+    """A `GaussianAffine` layer whose variances are fixed by its means, sigma^2 = p / (1 - p) mu^2, and biases
+    deterministic: Gaussian dropout of rate p on the layer's inputs (Srivastava et al. 2014; Wang & Manning 2013),
+    thesis §4.6.2's CLT-BNN-Fix, "fixed variance parameters, to mimic a Gaussian dropout with an equivalent rate as
+    the binary dropout". Only the means are parameters."""
+
+    def __init__(self, shape: LayerShape, dropout: float):
+        super().__init__(shape)
+        del self.weight_log_variance, self.bias_log_variance
+        self.variance_ratio = dropout / (1 - dropout)
+
+    def variances(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.variance_ratio * self.weight_mean.square(), torch.zeros_like(self.bias_mean)
+
+    def posterior_pairs(self) -> tuple[tuple[nn.Parameter, nn.Parameter], ...]:
+        raise TypeError("a DropoutVarianceAffine layer has no variance parameters")
+
+    def kl(self, prior_precision: float) -> torch.Tensor:
+        """With no variational variances there is no KL to take: in its place, -log N(mu | 0, 1/alpha) up to a
+        constant, alpha/2 ||mu||^2, the weight decay of the dropout networks the variant is compared with (§4.6.2:
+        the BNNs' prior precision "balanced with the weight decay of the Dropout-BNNs")."""
+        return 0.5 * prior_precision * (self.weight_mean.square().sum() + self.bias_mean.square().sum())
 
 
 def plain_layer(shape: LayerShape) -> nn.Module:
@@ -197,10 +226,15 @@ class MomentNetwork(nn.Module):
     (`forward`), a local-reparameterisation draw of f^L with ReLUs between the layers (`sample`), or f^L at the
     posterior means with ReLUs (`mean_forward`)."""
 
-    def __init__(self, shapes: Sequence[LayerShape], activation: Callable[[Moments], Moments]):
+    def __init__(
+        self,
+        shapes: Sequence[LayerShape],
+        activation: Callable[[Moments], Moments],
+        layer: Callable[[LayerShape], GaussianAffine] = GaussianAffine,
+    ):
         super().__init__()
         self.shapes = list(shapes)
-        self.layers = nn.ModuleList(GaussianAffine(shape) for shape in shapes)
+        self.layers = nn.ModuleList(layer(shape) for shape in shapes)
         self.activation = activation
 
     def _pass(self, x, through: Callable, between: Callable):
@@ -211,8 +245,9 @@ class MomentNetwork(nn.Module):
                 value = _flatten(between(value), self.shapes[index], self.shapes[index + 1])
         return value
 
-    def forward(self, x: torch.Tensor, input_variance: float = 0.0) -> Moments:
-        """Moments of f^L; `input_variance` > 0 injects known input noise var[x] (§3.1.3)."""
+    def forward(self, x: torch.Tensor | Moments, input_variance: float = 0.0) -> Moments:
+        """Moments of f^L from inputs x, or from Gaussian inputs' moments (RAL's policy takes its state's, thesis
+        §4.2.2); `input_variance` > 0 injects known input noise var[x] (§3.1.3)."""
         inputs = Moments(x, torch.full_like(x, input_variance)) if input_variance > 0 else x
         return self._pass(inputs, lambda layer, value: layer.moments(value), self.activation)
 
