@@ -88,7 +88,7 @@ class ReinforcedAcquisition:
     retrained within an episode, so the moments are those of the episode's start). After retraining, the rewards
     R_improv (the change in the predictive likelihood of each new label) plus R_div (the share of distinct classes
     among the episode's labels, added to its last action as in the authors' code; the thesis gives it per episode)
-    give one REINFORCE step (`update`; RAL_nograd keeps the initial policy). Reinit RAL (`reinitialise`) draws a
+    give one REINFORCE step (`gradient_steps`; RAL_nograd keeps the initial policy). Reinit RAL (`reinitialise`) draws a
     fresh policy and optimiser before every episode after the first."""
 
     def __init__(self, num_classes: int, thinning: int, candidates: int, policy_cfg: DictConfig):
@@ -126,7 +126,7 @@ class ReinforcedAcquisition:
         rewards[-1] += len(labels.unique()) / len(labels)
         loss = policy_loss(self.log_probabilities, discounted_returns(rewards, self.cfg.discount),
                            self.baseline.value, self.policy.kl())  # fmt: skip
-        if self.cfg.update:
+        if self.cfg.gradient_steps:
             self.optimizer.zero_grad()
             loss.backward()
             self.optimizer.step()
