@@ -276,7 +276,6 @@ def test_a_plan_that_cannot_run_names_its_numbers_and_the_fix(
 
 
 def test_ral_needs_the_probit_clt_predictor(spirals: Path, tmp_path: Path) -> None:
-    cfg = compose_config(["method=active_learning_dropout", "method.acquisition=ral", "dataset=spirals",
-                          f"dataset.path='{spirals}'", f"run_dir='{tmp_path}'", "scale=smoke", *MLP, *TINY_PLAN])  # fmt: skip
+    cfg = labelling_config(spirals, tmp_path, "method=active_learning_dropout", "method.acquisition=ral")
     with pytest.raises(LabellingPlanError, match="probit CLT-BNN"):
         train_job(cfg, RunFolder(tmp_path))
