@@ -36,6 +36,8 @@ REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "u
     "repulsive/fig1", "repulsive/fig2", "repulsive/fig3", "repulsive/figF.1", "repulsive/table1",
     "thesis/fig3.3", "thesis/fig3.4", "thesis/table3.1", "thesis/table3.2", "thesis/table3.3", "thesis/table3.4",
     "thesis/table5.1", "thesis/table5.2", "thesis/table5.3", "thesis/table5.4",
+    "thesis/table4.1", "thesis/fig4.3", "thesis/table4.2", "thesis/fig4.4", "thesis/fig4.5", "thesis/fig4.6",
+    "thesis/table4.3", "thesis/table4.4", "thesis/table4.5",
 }  # fmt: skip
 
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import platform
 from pathlib import Path
 
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro import layout
+from bnnrepro.device import resolve_device
 from bnnrepro.files import write_atomic
 
 
@@ -54,3 +58,18 @@ class RunFolder:
 
 def config_digest(resolved_yaml: str) -> str:
     return hashlib.sha256(resolved_yaml.encode()).hexdigest()
+
+
+def start_job(cfg: DictConfig, run: RunFolder) -> tuple[str, torch.device]:
+    """Write the run's resolved config and set up the job's process (torch threads, device, seed); return the
+    config's digest (a resumable state is loaded only under the same one) and the device."""
+    resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    run.write_text(RunFolder.CONFIG, resolved)
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    return config_digest(resolved), resolve_device(cfg.device)
+
+
+def ran_on(device: torch.device) -> dict:
+    """Where a job ran: host, device and SLURM job id (None outside SLURM)."""
+    return {"host": platform.node(), "device": str(device), "slurm_job_id": os.environ.get("SLURM_JOB_ID")}

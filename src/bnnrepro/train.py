@@ -12,24 +12,22 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from bnnrepro.data.registry import is_standin, load_splits
-from bnnrepro.device import peak_memory_mib, resolve_device
+from bnnrepro.device import peak_memory_mib
 from bnnrepro.errors import DivergedError
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.methods import build_method, own_training_job
 from bnnrepro.metrics import classification_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
 from bnnrepro.optim import Adam
-from bnnrepro.runs import RunFolder, config_digest
+from bnnrepro.runs import RunFolder, ran_on, start_job
 from bnnrepro.train_configs import compose_config
 
 log = logging.getLogger("bnnrepro.train")
@@ -82,12 +80,7 @@ def evaluate(
 
 def train(cfg: DictConfig, run: RunFolder) -> dict:
     """Train, evaluate and checkpoint one run; return its metrics."""
-    resolved = OmegaConf.to_yaml(cfg, resolve=True)
-    digest = config_digest(resolved)
-    run.write_text(RunFolder.CONFIG, resolved)
-    torch.set_num_threads(cfg.threads)
-    device = resolve_device(cfg.device)
-    torch.manual_seed(cfg.seed)
+    digest, device = start_job(cfg, run)
 
     splits = load_splits(cfg.dataset)
     data = {
@@ -180,7 +173,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     result = {
         "metrics": metrics, "history": history, "timing": timing, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path),
-        "ran_on": {"host": platform.node(), "device": str(device), "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
+        "ran_on": ran_on(device),
     }  # fmt: skip
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})
     return result

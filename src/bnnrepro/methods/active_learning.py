@@ -20,8 +20,6 @@ Final Error.
 from __future__ import annotations
 
 import logging
-import os
-import platform
 import time
 
 import torch
@@ -29,13 +27,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro.active_learning.acquisitions import ACQUISITIONS, THINNED, ReinforcedAcquisition, build_acquisition
 from bnnrepro.data.registry import is_standin, load_splits
-from bnnrepro.device import resolve_device
 from bnnrepro.errors import DivergedError
 from bnnrepro.inference.classification_likelihoods import MultiLabelProbit
 from bnnrepro.methods import gaussian_weight_vi, mc_dropout
 from bnnrepro.metrics import classification_metrics
 from bnnrepro.optim import Adam
-from bnnrepro.runs import RunFolder, config_digest
+from bnnrepro.runs import RunFolder, ran_on, start_job
 
 METHODS = ("active_learning",)
 """The Hydra method name (config/train/method/active_learning*.yaml `name`) of a labelling run."""
@@ -140,12 +137,7 @@ def summary(history: list[dict]) -> dict[str, float]:
 def train_job(cfg: DictConfig, run: RunFolder, stop_after_round: int | None = None) -> dict:
     """The labelling run of `cfg`; returns its result (also written to metrics.json). `stop_after_round` ends the
     job after that round's checkpoint, as a kill would (tests)."""
-    resolved = OmegaConf.to_yaml(cfg, resolve=True)
-    digest = config_digest(resolved)
-    run.write_text(RunFolder.CONFIG, resolved)
-    torch.set_num_threads(cfg.threads)
-    device = resolve_device(cfg.device)
-    torch.manual_seed(cfg.seed)
+    digest, device = start_job(cfg, run)
 
     splits = load_splits(cfg.dataset)
     x_pool, y_pool = (torch.as_tensor(a, device=device) for a in (splits.x("train"), splits.y("train")))
@@ -221,7 +213,7 @@ def train_job(cfg: DictConfig, run: RunFolder, stop_after_round: int | None = No
     result = {
         "metrics": summary(history), "history": history, "timing": [], "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path), "labelled": labelled.tolist(),
-        "ran_on": {"host": platform.node(), "device": str(device), "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
+        "ran_on": ran_on(device),
     }  # fmt: skip
     checkpoint = {"config_digest": digest, "model": predictor.state_dict(), "labelled": labelled.cpu()}
     if isinstance(acquisition, ReinforcedAcquisition):
