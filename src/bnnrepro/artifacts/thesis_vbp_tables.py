@@ -251,21 +251,21 @@ def variant_method_config(variant: str) -> DictConfig:
     return study.variant_config(variant, dataset).method
 
 
-def lenet5_layers(variant: str, image_shape: tuple[int, ...], num_classes: int) -> list[dict]:
-    """Per affine layer of a variant's network, built as the runs build it (`network_shapes`, `MomentNetwork`) for
-    images stored as `image_shape` ([H, W] or [H, W, C]): its kind, output shape (channels x height x width; the
+def lenet5_layers(method: DictConfig, image_shape: tuple[int, ...], num_classes: int) -> list[dict]:
+    """Per affine layer of a method config's network, built as the runs build it (`network_shapes`, `MomentNetwork`)
+    for images stored as `image_shape` ([H, W] or [H, W, C]): its kind, output shape (channels x height x width; the
     flattened size where a linear layer follows) and the parameters of the deterministic network (weights and
     biases) and of q(w) (a mean and a log-variance each)."""
     import torch
 
     from bnnrepro.models.moment_layers import MomentNetwork, activation_moments, network_shapes
 
-    shapes = network_shapes(variant_method_config(variant), image_shape, num_classes)
+    shapes = network_shapes(method, image_shape, num_classes)
     network = MomentNetwork(shapes, activation_moments("relu"))
     layers = []
     with torch.no_grad():
         if tuple(network.mean_forward(torch.zeros(1, *image_shape)).shape) != (1, num_classes):
-            raise ValueError(f"{variant} on {image_shape} images does not output {num_classes} logits")
+            raise ValueError(f"{method.name}'s network on {image_shape} images does not output {num_classes} logits")
         height, width = image_shape[:2]
         value = torch.zeros(1, shapes[0].in_size, height, width)  # channels first, as the network takes images
         for index, (shape, layer) in enumerate(zip(shapes, network.layers, strict=True)):
@@ -290,7 +290,7 @@ def lenet5_architecture() -> pd.DataFrame:
     shape, weights of the mean network and variational parameters."""
     cells = []
     for network, (variant, image_shape, num_classes) in LENET5_VARIANTS.items():
-        layers = lenet5_layers(variant, image_shape, num_classes)
+        layers = lenet5_layers(variant_method_config(variant), image_shape, num_classes)
         for index, layer in enumerate(layers, start=1):
             cells += [(f"{network}: layer {index}", column, value) for column, value in layer.items()]
         totals = {column: sum(layer[column] for layer in layers) for column in ("weights", "variational parameters")}
