@@ -211,7 +211,7 @@ def train_job(cfg: DictConfig, run: RunFolder, stop_after_round: int | None = No
             return {}
 
     result = {
-        "metrics": summary(history), "history": history, "timing": [], "train_seconds": seconds, "epochs": epochs,
+        "metrics": summary(history), "history": history, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path), "labelled": labelled.tolist(),
         "ran_on": ran_on(device),
     }  # fmt: skip
