@@ -26,7 +26,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bnnrepro.distributions import gaussian_kl
 from bnnrepro.inference import gaussian_moments
 from bnnrepro.inference.gaussian_moments import Moments
 from bnnrepro.models.image_layout import channels_first
@@ -139,11 +138,16 @@ class GaussianAffine(nn.Module):
         return (self.weight_mean, self.weight_log_variance), (self.bias_mean, self.bias_log_variance)
 
     def kl(self, prior_precision: float) -> torch.Tensor:
-        """KL(q || N(0, 1/prior_precision)) over this layer's weights and biases, closed form."""
-        return sum(
-            gaussian_kl(mean, 0.5 * log_variance, 1.0 / prior_precision)
-            for mean, log_variance in self.posterior_pairs()
-        )
+        """KL(q || N(0, 1/alpha)) over this layer's weights and biases, closed form:
+        1/2 sum_i [alpha (sigma_i^2 + mu_i^2) - 1 - log sigma_i^2 - log alpha], written with three reductions per
+        tensor (the elementwise form took an eighth of a LeNet5 step's time on a CPU)."""
+        total = torch.zeros(())
+        for mean, log_variance in self.posterior_pairs():
+            flat = mean.flatten()
+            expected_square = log_variance.exp().sum() + flat.dot(flat)
+            constant = mean.numel() * (1.0 + math.log(prior_precision))
+            total = total + 0.5 * (prior_precision * expected_square - log_variance.sum() - constant)
+        return total
 
 
 class DropoutVarianceAffine(GaussianAffine):
