@@ -266,6 +266,7 @@ def test_a_run_killed_after_round_k_resumes_there_and_ends_with_the_uninterrupte
         (["method.budget=2000"], r"exceeds the pool of 1024 training points"),
         (["method.thinning=100", "method.candidates=10"], r"K x M = 1000 points.*keeps only 994 unlabelled"),
         (["method.acquisition=maxent_entropy"], r"unknown method.acquisition 'maxent_entropy'; choose one of random"),
+        (["train.epochs=0"], r"train.epochs \(0\) and train.batch_size \(5\) must be at least 1"),
     ],
 )
 def test_a_plan_that_cannot_run_names_its_numbers_and_the_fix(

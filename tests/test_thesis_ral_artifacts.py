@@ -220,3 +220,48 @@ def test_table45_is_the_policy_from_500_state_moments_to_50_candidates() -> None
     assert got["total", "variational parameters"] == 2 * sum(POLICY_LAYERS)
     assert got["prior", "precision α"] == 100.0
     assert all(implementation(f"thesis/table4.{n}").uses == "nothing" for n in (3, 4, 5))
+
+
+# --- the caption claims (bnnrepro.fidelity.claims) ----------------------------------------------------------------
+
+
+def claim_context(tmp_path: Path, errors: dict[str, float]) -> ArtifactContext:
+    """Tidy metrics of the paper-scale labelling runs with Final Error errors[method] (+ the seed / 10) and Average
+    Error 5 more."""
+    rows = []
+    for run in labelling_runs():
+        base = {"study": STUDY.name, "run": run.id, "method": run.method, "dataset": run.dataset,
+                "hparams": run.hparam_slug, "seed": run.seed, "standin": False,
+                **{ral.short_name(key): value for key, value in run.hparams}}  # fmt: skip
+        error = errors.get(run.method.partition("@")[0], 50.0) + run.seed / 10
+        rows += [{**base, "metric": "final_error", "value": error},
+                 {**base, "metric": "average_error", "value": error + 5.0}]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "metrics.csv", index=False)
+    return ArtifactContext(STUDY.name, "paper", tmp_path / "metrics.csv")
+
+
+@pytest.mark.parametrize(
+    ("errors", "ral_lowest", "random_weak", "thinning_helps"),
+    [
+        ({"random": 30, "maxent": 25, "bald": 22, "ral": 20, "maxent_thinned": 23}, True, True, True),
+        ({"random": 20, "maxent": 25, "bald": 22, "ral": 21, "maxent_thinned": 26}, False, False, False),
+    ],
+)
+def test_the_chapter_4_table_claims_hold_exactly_when_their_orderings_do(
+    tmp_path: Path, errors: dict, ral_lowest: bool, random_weak: bool, thinning_helps: bool
+) -> None:
+    from bnnrepro.fidelity.claims import (
+        check,
+        claims_of,
+        ral_lowest_error,
+        random_weak_on_mnist,
+        thinning_helps_maxent_short_of_ral,
+    )
+
+    context = claim_context(tmp_path, errors)
+    assert ral_lowest_error(context).holds is ral_lowest
+    assert random_weak_on_mnist(context).holds is random_weak
+    assert thinning_helps_maxent_short_of_ral(context).holds is thinning_helps
+    assert {claim.check for claim in claims_of("thesis/table4.1")} == {ral_lowest_error, random_weak_on_mnist}
+    without_bald = claim_context(tmp_path, {**errors, "bald": float("nan")})
+    assert check(claims_of("thesis/table4.1")[0], without_bald).holds is None

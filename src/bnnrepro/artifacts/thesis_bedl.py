@@ -35,7 +35,7 @@ ROWS = {
 CELL_COLUMNS = ["row", "column", "ours", "ours_error", "n_runs"]
 
 
-def _ordered(cells: pd.DataFrame, rows: list[str], columns) -> pd.DataFrame:
+def in_thesis_order(cells: pd.DataFrame, rows: list[str], columns) -> pd.DataFrame:
     """Cells sorted by the thesis' row and column order."""
     row_order, column_order = {r: i for i, r in enumerate(rows)}, {c: i for i, c in enumerate(columns)}
     keys = cells["row"].map(row_order) * len(column_order) + cells["column"].map(column_order)
@@ -103,7 +103,7 @@ def uci_log_likelihood(context: ArtifactContext) -> pd.DataFrame:
             "row": ROWS[base], "column": dataset.removeprefix(UCI_PREFIX), "ours": float(log_likelihood.mean()),
             "ours_error": standard_error(log_likelihood), "n_runs": len(group),
         })  # fmt: skip
-    return _ordered(pd.DataFrame(cells, columns=CELL_COLUMNS), [ROWS[m] for m in UCI_METHODS], UCI_DATASETS)
+    return in_thesis_order(pd.DataFrame(cells, columns=CELL_COLUMNS), [ROWS[m] for m in UCI_METHODS], UCI_DATASETS)
 
 
 # --- Table 5.2 -------------------------------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def classification_and_ood(context: ArtifactContext) -> pd.DataFrame:
             {"row": ROWS[method_base(method)], "column": ood_column, "value": float(arrays["ood_ecdf_auc"])},
         ]
     columns = [column for pair in OOD_COLUMNS.values() for column in pair]
-    return _ordered(_mean_and_error(records), [ROWS[m] for m in OOD_METHODS], columns)
+    return in_thesis_order(_mean_and_error(records), [ROWS[m] for m in OOD_METHODS], columns)
 
 
 def _mean_and_error(records: list[dict]) -> pd.DataFrame:
@@ -208,4 +208,4 @@ def gp_comparison(context: ArtifactContext) -> pd.DataFrame:
         {"row": ROWS[method_base(method)], "column": GP_COLUMNS[dataset], "value": 100 * (1 - accuracy)}
         for method, dataset, accuracy in zip(rows["method"], rows["dataset"], rows["value"], strict=True)
     ]
-    return _ordered(_mean_and_error(records), [ROWS["bedl"], ROWS["bedl_pac"]], GP_COLUMNS.values())
+    return in_thesis_order(_mean_and_error(records), [ROWS["bedl"], ROWS["bedl_pac"]], GP_COLUMNS.values())

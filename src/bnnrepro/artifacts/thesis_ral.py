@@ -25,7 +25,7 @@ from omegaconf import OmegaConf
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure, table
 from bnnrepro.artifacts.render import standard_deviation
-from bnnrepro.artifacts.thesis_bedl import CELL_COLUMNS, _ordered, epochs_text, method_base, standin_note
+from bnnrepro.artifacts.thesis_bedl import CELL_COLUMNS, epochs_text, in_thesis_order, method_base, standin_note
 from bnnrepro.data.registry import parse_instance
 from bnnrepro.layout import RUN_METRICS
 from bnnrepro.paths import train_config_dir
@@ -237,7 +237,7 @@ def labelling_results(context: ArtifactContext) -> pd.DataFrame:
     rows = labelling_errors(context, ACQUISITION_LABELS)
     rows["column"] = rows["dataset"].map(DATASET_LABELS) + " " + rows["error"]
     columns = [f"{dataset} {error}" for error in ERROR_COLUMNS.values() for dataset in DATASET_LABELS.values()]
-    return _ordered(mean_and_spread(rows), list(ACQUISITION_LABELS.values()), columns)
+    return in_thesis_order(mean_and_spread(rows), list(ACQUISITION_LABELS.values()), columns)
 
 
 @table("thesis/table4.2", note=table42_note)
@@ -246,7 +246,7 @@ def ablation_results(context: ArtifactContext) -> pd.DataFrame:
     seeds (Table 4.2)."""
     rows = labelling_errors(context, ABLATION_LABELS)
     rows = rows[rows["dataset"] == "fashion_mnist"].assign(column=lambda frame: frame["error"])
-    return _ordered(mean_and_spread(rows), list(ABLATION_LABELS.values()), ERROR_COLUMNS.values())
+    return in_thesis_order(mean_and_spread(rows), list(ABLATION_LABELS.values()), ERROR_COLUMNS.values())
 
 
 # --- figures ---------------------------------------------------------------------------------------------------------

@@ -60,6 +60,11 @@ def check_plan(cfg: DictConfig, pool_size: int) -> int:
         raise LabellingPlanError(
             f"unknown method.predictor {method.predictor!r}; choose one of {', '.join(PREDICTORS)}"
         )
+    if cfg.train.epochs < 1 or cfg.train.batch_size < 1:
+        raise LabellingPlanError(
+            f"train.epochs ({cfg.train.epochs}) and train.batch_size ({cfg.train.batch_size}) must be at least 1: "
+            "the predictor trains that many epochs of such minibatches after every round"
+        )
     initial, per_round, budget = method.initial_labels, method.labels_per_round, method.budget
     if initial < 1 or per_round < 1 or budget <= initial or (budget - initial) % per_round:
         reachable = initial + per_round * max(1, (budget - initial) // per_round)
