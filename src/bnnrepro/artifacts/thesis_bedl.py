@@ -15,6 +15,8 @@ tables' jobs import pandas only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from bnnrepro.artifacts.context import ArtifactContext
@@ -167,17 +169,20 @@ def classification_and_ood(context: ArtifactContext) -> pd.DataFrame:
     return in_thesis_order(_mean_and_error(records), [ROWS[m] for m in OOD_METHODS], columns)
 
 
-def _mean_and_error(records: list[dict]) -> pd.DataFrame:
-    """Cells (row, column) of per-run values: their mean ± standard error and count."""
-    if not records:
-        return pd.DataFrame(columns=CELL_COLUMNS)
-    runs = pd.DataFrame(records)
+def summarised_cells(runs: pd.DataFrame, spread: Callable[[pd.Series], float] = standard_error) -> pd.DataFrame:
+    """Cells (row, column) of per-run values (columns row, column, value): their mean, `spread` (the standard error,
+    or the standard deviation where a thesis table reports it) and count."""
     cells = [
-        {"row": row, "column": column, "ours": float(group["value"].mean()),
-         "ours_error": standard_error(group["value"]), "n_runs": len(group)}
+        {"row": row, "column": column, "ours": float(group["value"].mean()), "ours_error": spread(group["value"]),
+         "n_runs": len(group)}
         for (row, column), group in runs.groupby(["row", "column"], sort=False)
     ]  # fmt: skip
     return pd.DataFrame(cells, columns=CELL_COLUMNS)
+
+
+def _mean_and_error(records: list[dict]) -> pd.DataFrame:
+    """Cells (row, column) of per-run values: their mean ± standard error and count."""
+    return summarised_cells(pd.DataFrame(records)) if records else pd.DataFrame(columns=CELL_COLUMNS)
 
 
 # --- Table 5.3 -------------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from omegaconf import OmegaConf
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure, table
 from bnnrepro.artifacts.render import standard_deviation
-from bnnrepro.artifacts.thesis_bedl import CELL_COLUMNS, epochs_text, in_thesis_order, method_base, standin_note
+from bnnrepro.artifacts.thesis_bedl import epochs_text, in_thesis_order, method_base, standin_note, summarised_cells
 from bnnrepro.data.registry import parse_instance
 from bnnrepro.layout import RUN_METRICS
 from bnnrepro.paths import train_config_dir
@@ -223,12 +223,7 @@ def labelling_errors(context: ArtifactContext, labels: dict[str, str]) -> pd.Dat
 
 def mean_and_spread(rows: pd.DataFrame) -> pd.DataFrame:
     """Cells (row, column) of per-run values: their mean ± sample standard deviation and count."""
-    cells = [
-        {"row": row, "column": column, "ours": float(group["value"].mean()),
-         "ours_error": standard_deviation(group["value"]), "n_runs": len(group)}
-        for (row, column), group in rows.groupby(["row", "column"], sort=False)
-    ]  # fmt: skip
-    return pd.DataFrame(cells, columns=CELL_COLUMNS)
+    return summarised_cells(rows, standard_deviation)
 
 
 @table("thesis/table4.1", note=table41_note)
