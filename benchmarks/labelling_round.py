@@ -7,8 +7,8 @@ policy's choices) and policy (the new labels' likelihoods and the REINFORCE step
    its recorded split.
 2. `paper` estimate: the medians of one training step of the CLT-BNN (Table 4.3's LeNet5, batch 10), of scoring
    1000 pool images, of a policy step, and of one test evaluation per 1000 images, on random inputs, multiplied by
-   the counts of the paper plan (50 -> 400 labels in 70 rounds of 30 epochs; a 60,000-image pool scored every round
-   by Maxent, BALD and RAL; 10,000 test images after every round).
+   the counts of the study's paper plan (50 -> 400 labels in 70 rounds of 30 epochs, read from its composed config;
+   a 60,000-image pool scored every round by Maxent, BALD and RAL; 10,000 test images after every training).
 
 Usage: python benchmarks/labelling_round.py [--acquisitions random,maxent,bald,ral] [--repeats N] [--threads T]
 Needs results/data/mnist-standin.npz (`snakemake --cores 1 results/data/mnist-standin.npz`).
@@ -36,7 +36,7 @@ from bnnrepro.studies import load_study
 from bnnrepro.train_configs import compose_config
 
 STUDY = "thesis_ral"
-PAPER_POOL, PAPER_TEST, PAPER_EPOCHS, PAPER_BATCH = 60_000, 10_000, 30, 10
+PAPER_POOL, PAPER_TEST = 60_000, 10_000  # MNIST's training and test images (the real set is not available offline)
 SCORING_ACQUISITIONS = ("maxent", "bald", "ral")  # score the whole pool every round
 
 
@@ -69,11 +69,11 @@ def median_seconds(function, repeats: int) -> float:
 
 def paper_parts(repeats: int) -> dict[str, float]:
     """Median seconds of one step, of scoring 1000 images, of a policy episode+step, of testing 1000 images."""
-    cfg = study_config("ral", "paper", Path("unused"))
+    cfg = paper_config()
     torch.manual_seed(0)
     predictor = build_predictor(cfg, DataSpec("classification", 28, 10, (28, 28)))
     optimizer = Adam(predictor.parameter_groups(cfg.optim.lr, cfg.optim.depth_lr_ratio))
-    x, y = torch.rand(PAPER_BATCH, 28, 28), torch.randint(0, 10, (PAPER_BATCH,))
+    x, y = torch.rand(cfg.train.batch_size, 28, 28), torch.randint(0, 10, (cfg.train.batch_size,))
     pool = torch.rand(1000, 28, 28)
     acquisition = ReinforcedAcquisition(10, cfg.method.thinning, cfg.method.candidates, cfg.method.policy)
     big_pool = torch.rand(cfg.method.thinning * cfg.method.candidates + 200, 28, 28)
@@ -91,13 +91,22 @@ def paper_parts(repeats: int) -> dict[str, float]:
     }
 
 
-def paper_estimate(parts: dict[str, float], acquisition: str) -> float:
-    """Seconds of one paper-scale labelling run from the measured parts."""
-    labels = [50 + 5 * r for r in range(71)]  # the training set of the initial training and of rounds 1..70
-    steps = sum(PAPER_EPOCHS * math.ceil(n / PAPER_BATCH) for n in labels)
-    scoring = 70 * PAPER_POOL / 1000 * parts["score_1000"] if acquisition in SCORING_ACQUISITIONS else 0.0
-    policy = 70 * parts["episode"] if acquisition == "ral" else 0.0
-    return steps * parts["step"] + scoring + policy + 71 * PAPER_TEST / 1000 * parts["test_1000"]
+def paper_config():
+    """The composed config of the study's paper-scale RAL run on MNIST: the plan the estimate counts."""
+    return study_config("ral", "paper", Path("unused"))
+
+
+def paper_estimate(parts: dict[str, float], acquisition: str, cfg) -> float:
+    """Seconds of one labelling run of the plan in `cfg` from the measured parts: the initial training and each
+    round's retraining (train.epochs epochs of train.batch_size), a scoring of the unlabelled pool per round, a test
+    after each training."""
+    plan = cfg.method
+    rounds = (plan.budget - plan.initial_labels) // plan.labels_per_round
+    labels = [plan.initial_labels + plan.labels_per_round * r for r in range(rounds + 1)]
+    steps = sum(cfg.train.epochs * math.ceil(n / cfg.train.batch_size) for n in labels)
+    scoring = rounds * PAPER_POOL / 1000 * parts["score_1000"] if acquisition in SCORING_ACQUISITIONS else 0.0
+    policy = rounds * parts["episode"] if acquisition == "ral" else 0.0
+    return steps * parts["step"] + scoring + policy + len(labels) * PAPER_TEST / 1000 * parts["test_1000"]
 
 
 def main() -> None:
@@ -118,14 +127,15 @@ def main() -> None:
         parts = f"{split['train']:.3f} train + {split['score']:.3f} score + {split['policy']:.3f} policy"
         print(f"  {acquisition:<8} {split['round']:.3f} s/round = {parts}; {split['rounds']} rounds, "
               f"{split['run']:.1f} s per run")  # fmt: skip
-    parts = paper_parts(args.repeats)
+    parts, cfg = paper_parts(args.repeats), paper_config()
+    rounds = (cfg.method.budget - cfg.method.initial_labels) // cfg.method.labels_per_round
     print("\npaper scale, Table 4.3's CLT-BNN on random 28x28 inputs (medians):")
-    print(f"  training step (batch {PAPER_BATCH}): {parts['step'] * 1e3:.1f} ms; scoring 1000 pool images: "
+    print(f"  training step (batch {cfg.train.batch_size}): {parts['step'] * 1e3:.1f} ms; scoring 1000 pool images: "
           f"{parts['score_1000']:.3f} s; testing 1000 images: {parts['test_1000']:.3f} s; RAL episode + policy step: "
           f"{parts['episode']:.3f} s")  # fmt: skip
     for acquisition in acquisitions:
-        seconds = paper_estimate(parts, acquisition)
-        print(f"  {acquisition:<8} one paper run (70 rounds x {PAPER_EPOCHS} epochs, {PAPER_POOL} pool): "
+        seconds = paper_estimate(parts, acquisition, cfg)
+        print(f"  {acquisition:<8} one paper run ({rounds} rounds x {cfg.train.epochs} epochs, {PAPER_POOL} pool): "
               f"{seconds / 3600:.1f} CPU hours at this thread count")  # fmt: skip
 
 
