@@ -248,6 +248,7 @@ def gradient_standard_deviation(gradients: torch.Tensor) -> float:
 SPLIT_METRICS = {
     "classification": ("accuracy", "nll", "ece"),
     "regression": ("rmse", "nll", "rmse_original", "nll_original"),
+    "forecasting": ("mse", "nll"),
 }
 """{task: the metrics `bnnrepro.train.evaluate` records on each split of its data, as {split}_{metric}}; a sampling
 task has none."""
@@ -263,6 +264,15 @@ def classification_metrics(probs: torch.Tensor, y: torch.Tensor) -> dict[str, fl
     """Accuracy, NLL and ECE of predictive probabilities [N, C]."""
     values = (accuracy(probs, y), negative_log_likelihood(probs, y), expected_calibration_error(probs, y))
     return dict(zip(SPLIT_METRICS["classification"], values, strict=True))
+
+
+def forecasting_metrics(samples: torch.Tensor, y: torch.Tensor, noise_variance: float) -> dict[str, float]:
+    """Forecasts [S, B, L, D] of sequences y [B, L, D]: the MSE of the mean forecast over sequences, steps and
+    dimensions (thesis Table 6.1, as the authors' code), and the Gaussian predictive NLL of each sequence, summed over
+    its steps and dimensions and averaged over sequences (`gaussian_predictive_nll` of the flattened sequences; the
+    thesis does not say how Table 6.2's NLL aggregates)."""
+    mse = float((samples.mean(0) - y).square().mean())
+    return {"mse": mse, "nll": gaussian_predictive_nll(samples.flatten(2), y.flatten(1), noise_variance)}
 
 
 def regression_metrics(

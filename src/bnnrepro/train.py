@@ -24,7 +24,7 @@ from bnnrepro.device import peak_memory_mib
 from bnnrepro.errors import DivergedError
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.methods import build_method, own_training_job
-from bnnrepro.metrics import classification_metrics, has_targets, regression_metrics
+from bnnrepro.metrics import classification_metrics, forecasting_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
 from bnnrepro.optim import Adam
 from bnnrepro.runs import RunFolder, ran_on, start_job
@@ -61,6 +61,7 @@ def evaluate(
     of a run adds the training split (SDE-BNN Table 4 reports training-set accuracy and NLL).
 
     Classification: accuracy, NLL and ECE of `method.predict(x)` (predictive probabilities [N, C]).
+    Forecasting: the MSE and NLL of `method.predict(x)`'s forecasts [S, N, L, D] (`forecasting_metrics`).
     Regression: RMSE of the predictive mean (the mean over `method.predict(x)`'s samples [S, N, D]) and the Gaussian
     predictive NLL with `method.noise_variance()`, in the data's units and in the original units of targets
     standardised with `target_standardisation` (mean, std) (Splits.target_standardisation)."""
@@ -72,6 +73,8 @@ def evaluate(
             continue
         if task == "classification":
             split_values = classification_metrics(method.predict(x), y)
+        elif task == "forecasting":
+            split_values = forecasting_metrics(method.predict(x), y, method.noise_variance())
         else:
             split_values = regression_metrics(method.predict(x), y, method.noise_variance(), target_standardisation)
         values.update({f"{split}_{name}": value for name, value in split_values.items()})
