@@ -28,7 +28,7 @@ from bnnrepro.inference.pac_bayes import check_delta, log_mean_exp_data_term, me
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.methods.protocol import check_finite_gradients, finite_loss
-from bnnrepro.models.bayesian_drift import BayesianDrift
+from bnnrepro.models.bayesian_drift import WEIGHT_SAMPLING, BayesianDrift
 from bnnrepro.models.hybrid_sde import HybridSDE
 from bnnrepro.models.prior_knowledge import KnowledgeDrift, LearnedKnowledge
 from bnnrepro.models.sequence_observation import EncodedState, ObservedState, gaussian_log_likelihood
@@ -166,15 +166,29 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> BNSDEMethod:
     if cfg.objective not in OBJECTIVES:
         raise ValueError(f"unknown method.objective {cfg.objective!r}; use one of {', '.join(OBJECTIVES)}")
     check_delta(cfg.delta)
+    if cfg.weight_sampling not in WEIGHT_SAMPLING:
+        raise ValueError(
+            f"unknown method.weight_sampling {cfg.weight_sampling!r}; use one of {', '.join(WEIGHT_SAMPLING)}"
+        )
+    if not dynamics.likelihood_variance > 0:
+        raise ValueError(
+            f"dataset.dynamics.likelihood_variance is {dynamics.likelihood_variance}; the Gaussian likelihood needs a "
+            "positive variance"
+        )
     latent = dynamics.get("latent")
     if latent is None:
         observation = ObservedState(spec.input_shape[-1] - 1)
     else:
         observation = EncodedState(spec.input_shape[-1], latent.size, latent.widths, latent.context, dynamics.dt)
     state_size = observation.state_size
-    gamma = [0.0] * state_size if cfg.knowledge.gamma is None else list(cfg.knowledge.gamma)
+    gamma = [float(cfg.knowledge.pretrained)] * state_size if cfg.knowledge.gamma is None else list(cfg.knowledge.gamma)
+    if any(gamma) and dynamics.system is None and not cfg.knowledge.pretrained:
+        raise ValueError(
+            f"method.knowledge.gamma is {gamma}, but dataset {run_cfg.dataset.name} knows no system to weigh: set "
+            "method.knowledge.pretrained=true (a drift learned first) or leave gamma null"
+        )
     if cfg.knowledge.pretrained:
-        knowledge = pretrained_knowledge(run_cfg, spec, gamma or [1.0] * state_size, observation)
+        knowledge = pretrained_knowledge(run_cfg, spec, gamma, observation)
     else:
         knowledge = KnowledgeDrift(dynamics.system, gamma, state_size, dynamics.parameter_noise_std, run_cfg.seed)
     drift = None
