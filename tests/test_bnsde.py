@@ -668,3 +668,17 @@ def test_pretrained_knowledge_with_null_gamma_weighs_every_latent_dimension(monk
     method = build(cfg, DataSpec("forecasting", length, 0, (length, frames)))
     assert method.sde.knowledge.active
     torch.testing.assert_close(method.sde.knowledge.gamma, torch.ones(6))
+
+
+def test_curriculum_switches_snippet_length_at_the_thesis_epochs():
+    """CMU's curriculum (§6.6.3): snippets of 30 frames up to epoch 1000 of 3000, 50 up to 2500, then 100; the
+    fractions 1/3 and 5/6 of the config round to those epochs."""
+    curriculum = "method.curriculum={lengths: [30,50,100], until_fraction: [0.3333333,0.8333333]}"
+    cfg = _config("cmu_mocap35", (SMALL_DRIFT, curriculum, "train.epochs=3000"))
+    method = build(cfg, DataSpec("forecasting", 300, 0, (300, 50)))
+    sequences = torch.zeros(2, 300, 50)
+    lengths = {}
+    for done in (0, 999, 1000, 2499, 2500, 2999):
+        method.epochs_done.fill_(done)
+        lengths[done + 1] = method.snippet(sequences).shape[1]
+    assert lengths == {1: 30, 1000: 30, 1001: 50, 2500: 50, 2501: 100, 3000: 100}

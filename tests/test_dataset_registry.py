@@ -151,8 +151,8 @@ def test_real_data_below_paper_is_a_setting_of_its_own() -> None:
 def test_a_dataset_without_protocol_files_names_the_files_to_add() -> None:
     runs = load_study("sdebnn_toy").runs("smoke")
     check_protocol_files(runs, "smoke")
-    other = [type(run)(**{**run.__dict__, "dataset": "cmu_mocap35"}) for run in runs[:1]]
-    with pytest.raises(FileNotFoundError, match="add config/train/protocol/cmu_mocap35_smoke.yaml, .*_paper.yaml"):
+    other = [type(run)(**{**run.__dict__, "dataset": "svhn"}) for run in runs[:1]]
+    with pytest.raises(FileNotFoundError, match="add config/train/protocol/svhn_smoke.yaml, .*_paper.yaml"):
         check_protocol_files(other, "smoke")
 
 

@@ -11,7 +11,6 @@ study `thesis_bnsde`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,10 +21,10 @@ from matplotlib.figure import Figure
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
+from bnnrepro.artifacts.thesis_bnsde_tables import grid_runs
 from bnnrepro.data.spec import Splits
 from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.layout import evaluation_file
-from bnnrepro.studies import Run, load_study
 
 STUDY = "thesis_bnsde"
 FORECAST_EVALUATION = "forecast_paths"  # bnnrepro.evaluations.forecast_paths (not imported here: it needs torch)
@@ -63,13 +62,6 @@ SAMPLE_PATHS = 7  # Fig. 6.9: "seven individual trajectories" per model (§6.6.4
 # --- runs and notes --------------------------------------------------------------------------------------------------
 
 
-def grid_runs(scale: str, grid: str) -> list[Run]:
-    """The runs of one grid of the study at `scale` (the Lorenz models also train in Table 6.1's ablation grid, on
-    other windows)."""
-    study = load_study(STUDY)
-    return dataclasses.replace(study, grids={grid: study.grids[grid]}).runs(scale)
-
-
 def forecast_settings(scale: str, dataset: str) -> Mapping:
     """The `forecast_paths` setting of `dataset` at `scale` (config/evaluations.yaml): split, start, horizon and
     trajectories."""
@@ -78,7 +70,7 @@ def forecast_settings(scale: str, dataset: str) -> Mapping:
 
 def grid_text(scale: str, grid: str) -> str:
     """'20 epochs, seed 0': the epochs and seeds of a grid's runs at `scale`."""
-    runs = grid_runs(scale, grid)
+    runs = grid_runs(scale, (grid,))
     epochs = "/".join(str(e) for e in sorted({dict(run.hparams)["train.epochs"] for run in runs}))
     seeds = sorted({run.seed for run in runs})
     return f"{epochs} epochs, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
@@ -177,7 +169,7 @@ class Forecast:
 def grid_forecasts(context: ArtifactContext, grid: str, labels: dict[str, str]) -> dict[str, Forecast]:
     """{model: Forecast} of the first seed's run of each model of `labels` in `grid` (in `labels`' order); an error
     names a model without an evaluated run."""
-    runs = {run.id: run for run in grid_runs(context.scale, grid)}
+    runs = {run.id: run for run in grid_runs(context.scale, (grid,))}
     arrays = {runs[run_id]: a for run_id, a in context.run_arrays().items() if run_id in runs}
     forecasts = {}
     for method in labels:
@@ -222,7 +214,7 @@ def lotka_volterra_forecasts(context: ArtifactContext) -> Figure:
 
 def lorenz_data_files(scale: str) -> list[str]:
     """The data file of grid `lorenz_forecasts`'s seed-0 runs: the whole series in its windows."""
-    return [next(run.data_file() for run in grid_runs(scale, LORENZ_GRID) if run.seed == 0)]
+    return [next(run.data_file() for run in grid_runs(scale, (LORENZ_GRID,)) if run.seed == 0)]
 
 
 @figure("thesis/fig6.4", uses="data", data_files=lorenz_data_files, note=fig64_note)

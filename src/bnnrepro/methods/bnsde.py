@@ -65,14 +65,14 @@ class BNSDEMethod(LossMinimiser, FixedArchitectureMethod):
 
     def snippet(self, x: torch.Tensor) -> torch.Tensor:
         """A random window of the curriculum's current length from each sequence, or x itself. The curriculum gives
-        the lengths and the fraction of the epochs up to which each is used (CMU, §6.6.3: 30 frames to epoch 1000, 50
-        to 2500, then 100, of 3000)."""
+        the lengths and the fraction of the epochs up to which each is used, rounded to an epoch (CMU, §6.6.3: 30
+        frames to epoch 1000, 50 to 2500, then 100, of 3000)."""
         if self.curriculum is None:
             return x
-        progress = (int(self.epochs_done) + 1) / self.epochs
-        fractions = self.curriculum.until_fraction
+        epoch = int(self.epochs_done) + 1
+        ends = [round(fraction * self.epochs) for fraction in self.curriculum.until_fraction]
         length = next(
-            (n for n, until in zip(self.curriculum.lengths, fractions, strict=False) if progress <= until),
+            (n for n, end in zip(self.curriculum.lengths, ends, strict=False) if epoch <= end),
             self.curriculum.lengths[-1],
         )
         length = min(length, x.shape[1])
