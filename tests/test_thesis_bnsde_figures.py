@@ -158,7 +158,7 @@ def test_a_dataset_without_a_setting_is_an_error(lorenz_splits) -> None:
 def write_run_arrays(root: Path, grid: str, arrays: dict[str, dict[str, np.ndarray]], scale: str) -> list[Path]:
     """The arrays of each model, written as the workflow's run files of `grid`'s runs at `scale`."""
     files = []
-    for run in bnsde_figures.grid_runs(scale, grid):
+    for run in bnsde_figures.grid_runs(scale, (grid,)):
         path = root / run.file(bnsde_figures.FORECAST_PATHS)
         path.parent.mkdir(parents=True, exist_ok=True)
         np.savez(path, **arrays[run.method])
