@@ -38,6 +38,8 @@ REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "u
     "thesis/table5.1", "thesis/table5.2", "thesis/table5.3", "thesis/table5.4",
     "thesis/table4.1", "thesis/fig4.3", "thesis/table4.2", "thesis/fig4.4", "thesis/fig4.5", "thesis/fig4.6",
     "thesis/table4.3", "thesis/table4.4", "thesis/table4.5",
+    "thesis/fig6.3", "thesis/fig6.4", "thesis/table6.1", "thesis/fig6.5", "thesis/fig6.6", "thesis/fig6.7",
+    "thesis/fig6.8", "thesis/fig6.9", "thesis/table6.2", "thesis/table6.3",
 }  # fmt: skip
 
 

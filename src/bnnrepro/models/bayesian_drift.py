@@ -64,7 +64,8 @@ class BayesianDrift(nn.Module):
         if not self.bayesian or weight_sampling == "mean":
             return self.mean_forward
         if weight_sampling == "local_reparameterisation":
-            return lambda h: self._through(h, lambda i, x: self.layers[i].sample(x))
+            samplers = [layer.sampler() for layer in self.layers]  # the variances once per solve, not per step
+            return lambda h: self._through(h, lambda i, x: samplers[i](x))
         weights = [self._trajectory_weights(layer, batch) for layer in self.layers]
 
         def per_trajectory(h: torch.Tensor) -> torch.Tensor:

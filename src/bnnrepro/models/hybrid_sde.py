@@ -59,9 +59,10 @@ class HybridSDE(nn.Module):
         f_theta: DriftFunction | None = None if self.drift is None else self.drift.draw(batch, weight_sampling)
         precision = self.diffusion.square().reciprocal()
         scales = steps.sqrt()[:, None, None] * self.diffusion * noise
+        knows = self.knowledge.active  # once per solve: no host-device synchronisation per step
         path, kl, h = [h0], h0.new_zeros(batch), h0
         for k, dt in enumerate(steps.tolist()):
-            drift = self.knowledge(h)
+            drift = self.knowledge(h) if knows else torch.zeros_like(h)
             if f_theta is not None:
                 learned = f_theta(h)
                 drift = drift + learned

@@ -130,8 +130,18 @@ class GaussianAffine(nn.Module):
 
     def sample(self, x: torch.Tensor) -> torch.Tensor:
         """Outputs N(mu x + mu_b, sigma^2 x^2 + sigma_b^2) drawn per unit and input: local reparameterisation."""
-        mean, var = self.moments(x)
-        return mean + var.sqrt() * torch.randn_like(mean)
+        return self.sampler()(x)
+
+    def sampler(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """`sample` with sigma^2 and sigma_b^2 computed once, for a layer applied many times with the same q (the
+        Euler-Maruyama steps of a BNSDE's drift, bnnrepro.models.bayesian_drift)."""
+        weight_var, bias_var = self.variances()
+
+        def draw(x: torch.Tensor) -> torch.Tensor:
+            mean = self.mean_forward(x)
+            return mean + self._affine(x.square(), weight_var, bias_var).sqrt() * torch.randn_like(mean)
+
+        return draw
 
     def posterior_pairs(self) -> tuple[tuple[nn.Parameter, nn.Parameter], ...]:
         """(mean, log_variance) of the weights and of the biases."""

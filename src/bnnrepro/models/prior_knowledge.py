@@ -64,9 +64,9 @@ class KnowledgeDrift(nn.Module):
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         """gamma * r_xi(h) [..., P] (zeros without knowledge)."""
-        if not self.active:
+        if self.system is None:
             return torch.zeros_like(h)
-        components = SYSTEMS[self.system][1](h, self.parameters_xi.tolist())
+        components = SYSTEMS[self.system][1](h, self.parameters_xi.unbind())
         return self.gamma * torch.stack(components, dim=-1)
 
 
