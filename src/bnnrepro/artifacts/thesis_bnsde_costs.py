@@ -249,10 +249,9 @@ def table63_note(scale: str) -> str:
         "elementwise ops beyond E-Bayes', as a line in T (every count is affine in T; the matmul FLOPs are "
         "proportional to M). E-PAC-Bayes' per-T extra is the path KL of Lemma 1, O(TMD) as G is diagonal (the "
         "thesis' D³ is a full G's inverse), its T=0 extra the weight KL, O(W), as Variational Bayes'; the hybrids' "
-        "per-T extra is the prior drift, O(MTP). Not in the thesis' costs: our local reparameterisation recomputes "
-        "every weight's variance at every Euler-Maruyama step, O(TW) elementwise operations per iteration whatever "
-        "M (most of E-Bayes' elementwise ops, and SGLD's negative per-T extra). D=6: the black box on a 6-D observed "
-        "state with G = I (the prior knowledge, the Lorenz equations, is 3-D: no hybrid). The thesis' entries are "
+        "per-T extra is the prior drift, O(MTP). SGLD's per-T extra is negative: its point weights skip the variance "
+        "pass of local reparameterisation (squared inputs, square roots, noise) at each step. D=6: the black box on a "
+        "6-D observed state with G = I (the prior knowledge, the Lorenz equations, is 3-D: no hybrid). The thesis' entries are "
         "big-O expressions only (the 'thesis' column)."
     )
 
