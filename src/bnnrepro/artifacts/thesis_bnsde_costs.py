@@ -251,8 +251,8 @@ def table63_note(scale: str) -> str:
         "thesis' D³ is a full G's inverse), its T=0 extra the weight KL, O(W), as Variational Bayes'; the hybrids' "
         "per-T extra is the prior drift, O(MTP). SGLD's per-T extra is negative: its point weights skip the variance "
         "pass of local reparameterisation (squared inputs, square roots, noise) at each step. D=6: the black box on a "
-        "6-D observed state with G = I (the prior knowledge, the Lorenz equations, is 3-D: no hybrid). The thesis' entries are "
-        "big-O expressions only (the 'thesis' column)."
+        "6-D observed state with G = I (the prior knowledge, the Lorenz equations, is 3-D: no hybrid). The thesis' "
+        "entries are big-O expressions only (the 'thesis' column)."
     )
 
 
