@@ -39,14 +39,26 @@ def load(path: Path, config: Mapping) -> Splits:
     return Splits(arrays)
 
 
+STANDIN_OSCILLATORS = 3  # a 6-D latent state (cos and sin of each), the thesis' latent size (§6.4.3)
+STANDIN_DT = 0.1  # the ODE2VAE preprocessing's frame spacing
+STANDIN_NOISE = 0.05
+
+
 def standin(entry: Download, out: Path, seed: int = 0) -> None:
-    """Offline stand-in: smooth periodic 'gaits' with per-joint phases and noise, in the real shapes."""
+    """Offline stand-in, in the real shapes: one subject's "gait" as three undamped oscillators with common
+    frequencies (periods of 10 to 30 frames) and per-walk phases and amplitudes, a 6-D latent state (cos and sin of
+    each) mapped to 50 joint angles by one fixed random linear map, plus noise of std 0.05. A 6-D latent BNSDE can
+    represent it, as the thesis' model the real walks (§6.4.3)."""
     rng = np.random.default_rng(seed)
+    frequencies = 2 * np.pi / (STANDIN_DT * rng.uniform(10, 30, STANDIN_OSCILLATORS))
+    mixing = rng.normal(0.0, 1.0 / np.sqrt(2 * STANDIN_OSCILLATORS), (2 * STANDIN_OSCILLATORS, SHAPES["train"][2]))
     arrays = {}
     for split, (n, frames, joints) in SHAPES.items():
-        t = np.arange(frames)[None, :, None] / 25.0
-        phase, amplitude = rng.uniform(0, 2 * np.pi, (n, 1, joints)), rng.uniform(0.2, 1.0, (1, 1, joints))
-        arrays[f"x_{split}"] = (
-            amplitude * np.sin(2 * np.pi * t + phase) + 0.05 * rng.normal(size=(n, frames, joints))
-        ).astype(np.float32)
+        t = STANDIN_DT * np.arange(frames)[None, :, None]
+        phase = rng.uniform(0, 2 * np.pi, (n, 1, STANDIN_OSCILLATORS))
+        amplitude = rng.uniform(0.5, 1.5, (n, 1, STANDIN_OSCILLATORS))
+        angle = frequencies * t + phase
+        latent = np.concatenate([amplitude * np.cos(angle), amplitude * np.sin(angle)], axis=-1)
+        frames_ = latent @ mixing + STANDIN_NOISE * rng.normal(size=(n, frames, joints))
+        arrays[f"x_{split}"] = frames_.astype(np.float32)
     write_atomic(out, lambda tmp: np.savez(tmp, **arrays))
