@@ -215,6 +215,7 @@ def generate_lorenz(
     test_start: int = 1000,
     n_val: int = 0,
     val_len: int = 24,
+    series_seed: int | None = None,
 ) -> Splits:
     """Stochastic Lorenz data of thesis Fig. 6.4-6.9 and Table 6.1 (Sec. 6.4.2, details Sec. 6.6.3).
 
@@ -228,7 +229,9 @@ def generate_lorenz(
         test from observation test_start = 1000, t = 10 (the thesis's test half; the code instead takes the 480
         observations right after the training ones, i.e. test_start=480, on a 1e6-step, 10,000-observation path:
         n_steps=1_000_000);
-      * no validation data in the thesis or code; n_val > 0 windows are taken right after the training windows.
+      * no validation data in the thesis or code; n_val > 0 windows are taken right after the training windows;
+      * series_seed: the seed of the simulated path when given (then every run seed gets the same series, and the
+        repetitions of a study differ only in their models' draws), else the run's seed.
     Layout of x/y (time as the last column of x): see the module docstring.
     """
     layout = {
@@ -237,6 +240,6 @@ def generate_lorenz(
         "test": (test_start, n_test, test_len),
     }
     _check_layout(layout, n_steps // subsample)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, _LORENZ_TAG]))
+    rng = np.random.default_rng(np.random.SeedSequence([seed if series_seed is None else series_seed, _LORENZ_TAG]))
     t, states = simulate_stochastic_lorenz(rng, dt=dt, n_steps=n_steps, subsample=subsample)
     return Splits(_windows(t, states, layout))
