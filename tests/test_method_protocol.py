@@ -32,6 +32,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 TOY = DataSpec("regression", 1, 0, (1,))
 SPIRALS = DataSpec("classification", 2, 2, (2,))
 MNIST = DataSpec("classification", 28, 10, (28, 28))
+LORENZ_WINDOWS = DataSpec("forecasting", 24, 0, (24, 4))  # 24 observations of (x, y, z, t)
 CIFAR10 = DataSpec("classification", 32, 10, (32, 32, 3))
 
 
@@ -116,6 +117,8 @@ def dataset_of(config: str) -> tuple[str, DataSpec]:
         return "spirals", SPIRALS
     if module.endswith("latent_sde"):
         return "sdebnn_two_obs", TOY
+    if module.endswith("bnsde"):
+        return "lorenz", LORENZ_WINDOWS
     if config.endswith("mnist"):
         return "mnist", MNIST
     if config.endswith("cifar10") or "resnet32" in config:
