@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
+from bnnrepro.artifacts.thesis_bedl import epochs_text
 from bnnrepro.artifacts.thesis_bnsde_tables import grid_runs
 from bnnrepro.data.spec import Splits
 from bnnrepro.evaluations.declarations import declared_evaluation
@@ -71,9 +72,9 @@ def forecast_settings(scale: str, dataset: str) -> Mapping:
 def grid_text(scale: str, grid: str) -> str:
     """'20 epochs, seed 0': the epochs and seeds of a grid's runs at `scale`."""
     runs = grid_runs(scale, (grid,))
-    epochs = "/".join(str(e) for e in sorted({dict(run.hparams)["train.epochs"] for run in runs}))
+    epochs = epochs_text(dict(run.hparams)["train.epochs"] for run in runs)
     seeds = sorted({run.seed for run in runs})
-    return f"{epochs} epochs, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+    return f"{epochs}, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
 
 
 def fig63_note(scale: str) -> str:

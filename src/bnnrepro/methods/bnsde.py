@@ -58,8 +58,8 @@ class BNSDEMethod(LossMinimiser, FixedArchitectureMethod):
         """`samples` simulated predictions per sequence of x: ([S, L, B, D], path KL [S, B])."""
         h0 = self.observation.initial_state(x)
         batch = h0.shape[0]
-        weight_sampling = "mean" if self.objective == "sgld" else self.weight_sampling
-        path, kl = self.sde.solve(h0.repeat(samples, 1), self.observation.steps(x), weight_sampling, with_kl=with_kl)
+        steps = self.observation.steps(x)
+        path, kl = self.sde.solve(h0.repeat(samples, 1), steps, self.weight_sampling, with_kl=with_kl)
         prediction = self.observation.emit(path).unflatten(1, (samples, batch)).transpose(0, 1)
         return prediction, kl.view(samples, batch)
 

@@ -36,7 +36,7 @@ class BayesianDrift(nn.Module):
             raise ValueError(f"unknown drift activation {activation!r}; use one of {', '.join(ACTIVATIONS)}")
         sizes = [state_size, *widths, state_size]
         shapes = [LayerShape(i, o) for i, o in zip(sizes[:-1], sizes[1:], strict=True)]
-        self.bayesian = bayesian
+        self.state_size, self.bayesian = state_size, bayesian
         self.layers = nn.ModuleList(
             [GaussianAffine(s) if bayesian else nn.Linear(s.in_size, s.out_size) for s in shapes]
         )
@@ -76,12 +76,12 @@ class BayesianDrift(nn.Module):
     @staticmethod
     def _trajectory_weights(layer: GaussianAffine, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(W^T [B, in, out], b [B, 1, out]) drawn from q once per trajectory by reparameterisation."""
+
+        def per_row(mean: torch.Tensor, variance: torch.Tensor) -> torch.Tensor:
+            return mean + variance.sqrt() * torch.randn((batch, *mean.shape), dtype=mean.dtype, device=mean.device)
+
         weight_var, bias_var = layer.variances()
-        mean, bias_mean = layer.weight_mean, layer.bias_mean
-        weight = mean + weight_var.sqrt() * torch.randn((batch, *mean.shape), dtype=mean.dtype, device=mean.device)
-        bias = bias_mean + bias_var.sqrt() * torch.randn(
-            (batch, *bias_mean.shape), dtype=mean.dtype, device=mean.device
-        )
+        weight, bias = per_row(layer.weight_mean, weight_var), per_row(layer.bias_mean, bias_var)
         return weight.transpose(1, 2), bias[:, None]
 
     def kl(self, prior_precision: float) -> torch.Tensor:

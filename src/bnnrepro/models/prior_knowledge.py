@@ -76,7 +76,7 @@ class LearnedKnowledge(nn.Module):
 
     def __init__(self, drift: BayesianDrift, gamma: Sequence[float]):
         super().__init__()
-        check_gamma(gamma, drift.layers[0].shape.in_size if drift.bayesian else drift.layers[0].in_features)
+        check_gamma(gamma, drift.state_size)
         self.drift = drift.requires_grad_(False)
         self.register_buffer("gamma", torch.tensor(gamma, dtype=torch.float32))
 
