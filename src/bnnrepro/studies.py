@@ -88,6 +88,11 @@ class Study:
     grids: dict
     scales: dict
     method_variants: dict
+    common: dict  # Hydra overrides of every run, before (and overridden by) its method variant's
+
+    def variant_overrides(self, variant: str) -> dict:
+        """The Hydra overrides of method variant `variant`: the study's common ones, then the variant's own."""
+        return {**self.common, **self.method_variants[variant]}
 
     @property
     def is_own(self) -> bool:
@@ -109,9 +114,8 @@ class Study:
     def overrides(self, run: Run, real_data: Collection[str] | str = ()) -> list[str]:
         """Hydra overrides of a run (besides scale, device and run folder, which the workflow adds); `real_data`:
         the downloads read as real data below the `paper` scale (`registry.uses_real_data`)."""
-        variant = self.method_variants[run.method]
         return [
-            *(f"{k}={v}" for k, v in variant.items()),
+            *(f"{k}={v}" for k, v in self.variant_overrides(run.method).items()),
             f"dataset={run.dataset}",
             *(f"{k}={v}" for k, v in run.hparams),
             f"seed={run.seed}",
@@ -122,7 +126,7 @@ class Study:
         """The run config that method variant `variant` composes on `dataset` (config/train with the variant's
         overrides, its method file's defaults list included): what a run of it reads, for tables that describe or
         rebuild its network."""
-        overrides = [f"{key}={value}" for key, value in self.method_variants[variant].items()]
+        overrides = [f"{key}={value}" for key, value in self.variant_overrides(variant).items()]
         return compose_config([*overrides, f"dataset={dataset}", "dataset.path=unused", "run_dir=unused"])
 
 
@@ -156,6 +160,7 @@ def load_study(name: str) -> Study:
         raw["grids"],
         raw.get("scales", {}),
         raw["method_variants"],
+        raw.get("common", {}),
     )
     _check(study, path.relative_to(project_root()))
     return study

@@ -12,6 +12,8 @@ the heads (per depth or shared), the variational q(l) and the prior p(l):
 
 from __future__ import annotations
 
+import math
+
 import torch
 from omegaconf import DictConfig
 from torch import nn
@@ -22,7 +24,9 @@ from bnnrepro.distributions import unit_variance_gaussian_kl
 from bnnrepro.inference import depth_posteriors
 from bnnrepro.inference.depth_elbo import depth_elbo
 from bnnrepro.methods.loss_minimiser import LossMinimiser
+from bnnrepro.models.bottleneck_generator import bottleneck_resnet_layer, pooled_linear_head
 from bnnrepro.models.unbounded_depth import (
+    LayerGenerator,
     UnboundedDepthNetwork,
     fully_connected_layer,
     linear_head,
@@ -43,10 +47,13 @@ class DepthNetworkMethod(LossMinimiser):
         depth_posterior: nn.Module,
         depth_prior: nn.Module,
         weight_prior_variance: float,
+        task: str = "classification",
     ):
         super().__init__()
+        if task not in ("classification", "regression"):
+            raise ValueError(f"a depth network classifies or regresses; got task {task!r}")
         self.network, self.depth_posterior, self.depth_prior = network, depth_posterior, depth_prior
-        self.weight_prior_variance = weight_prior_variance
+        self.weight_prior_variance, self.task = weight_prior_variance, task
         self.network.grow_to(depth_posterior.max_depth())
 
     def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
@@ -54,7 +61,8 @@ class DepthNetworkMethod(LossMinimiser):
         groups = [{"params": self.network.weight_parameters(), "lr": lr}]
         depth_params = list(self.depth_posterior.parameters())
         if depth_params:
-            groups.append({"params": depth_params, "lr": lr * depth_lr_ratio})
+            # SGD's weight decay is He et al.'s on the weights (UDN §6.2), not on lambda (the paper has none there)
+            groups.append({"params": depth_params, "lr": lr * depth_lr_ratio, "weight_decay": 0.0})
         return groups
 
     def adapt_architecture(self, optimizer: Adam) -> None:
@@ -72,9 +80,7 @@ class DepthNetworkMethod(LossMinimiser):
         """Eq. (10) on a minibatch, the data term rescaled by num_train / batch size."""
         log_q, depths = self._support()
         max_depth = log_q.numel()
-        outputs = self.network(x, depths)
-        nll = F.cross_entropy(outputs.flatten(0, 1), y.repeat(len(depths)), reduction="none")
-        batch_log_lik = -nll.view(len(depths), -1).sum(1) * (num_train / x.shape[0])
+        batch_log_lik = self._log_likelihood(self.network(x, depths), y) * (num_train / x.shape[0])
         index = torch.tensor(depths, device=x.device) - 1
         log_lik = torch.zeros(max_depth, device=x.device, dtype=batch_log_lik.dtype).index_put((index,), batch_log_lik)
         block_kl = torch.stack(
@@ -85,21 +91,34 @@ class DepthNetworkMethod(LossMinimiser):
         log_prior = self.depth_prior.log_probs(max_depth).to(x.device)
         return depth_elbo(log_q, log_prior, log_lik, weight_kl)
 
+    def _log_likelihood(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """sum_i log p(y_i; Omega_l(x_i)) per depth l, from the outputs [depths, batch, outputs]: categorical
+        (softmax of the logits), or Gaussian with unit variance on standardised targets (App. B.4; the variance is
+        not stated, 1 in the authors' code)."""
+        if self.task == "classification":
+            nll = F.cross_entropy(outputs.flatten(0, 1), y.repeat(len(outputs)), reduction="none")
+            return -nll.view(len(outputs), -1).sum(1)
+        return -0.5 * ((outputs - y).square() + math.log(2 * math.pi)).sum((1, 2))
+
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
         """-ELBO / n: per-datum scale (Adam is invariant to it; it keeps SGD's learning rates portable)."""
         return -self.elbo(x, y, num_train) / num_train
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """Posterior predictive of eq. (14): sum_l q(l) softmax(Omega_l(x))."""
+        """Posterior predictive of eq. (14): sum_l q(l) softmax(Omega_l(x)) [N, C]; for regression its mean
+        sum_l q(l) Omega_l(x), as one sample [1, N, D] (the authors' code's prediction, on which Fig. 8's RMSE is
+        computed)."""
         log_q, depths = self._support()
-        probs = self.network(x, depths).softmax(-1)
+        outputs = self.network(x, depths)
         weights = log_q.exp()[torch.tensor(depths, device=x.device) - 1]
-        return torch.einsum("d,dbc->bc", weights, probs)
+        if self.task == "classification":
+            return torch.einsum("d,dbc->bc", weights, outputs.softmax(-1))
+        return torch.einsum("d,dbc->bc", weights, outputs)[None]
 
     def noise_variance(self) -> float:
-        """Classification: the predictive is categorical, with no observation noise."""
-        return 0.0
+        """Regression: the likelihood's unit variance (standardised targets); classification: none."""
+        return 1.0 if self.task == "regression" else 0.0
 
     @torch.no_grad()
     def diagnostics(self) -> dict[str, float]:
@@ -120,12 +139,25 @@ class DepthNetworkMethod(LossMinimiser):
         self.network.grow_to(depth)
 
 
+def network_generators(generator: DictConfig, spec: DataSpec) -> tuple[LayerGenerator, LayerGenerator]:
+    """The layer and head generators f, o of the method's `generator` config: fully connected (spirals App. B.1,
+    UCI App. B.4) or the bottleneck ResNet of §6.2 (CIFAR-10)."""
+    outputs = spec.num_classes if spec.task == "classification" else 1  # regression: one standardised target
+    if generator.kind == "fully_connected":
+        return fully_connected_layer(spec.num_features, generator.width), linear_head(generator.width, outputs)
+    if generator.kind == "bottleneck_resnet":
+        return (
+            bottleneck_resnet_layer(generator.width_multiplier, generator.max_depth),
+            pooled_linear_head(generator.width_multiplier, outputs),
+        )
+    raise ValueError(
+        f"unknown method.generator.kind {generator.kind!r}; choose fully_connected or bottleneck_resnet"
+    )
+
+
 def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
-    """Build the UDN, a finite network or DUN from the Hydra `method` group; the hidden width is the
-    dataset's (32 for spirals, App. B.1)."""
+    """Build the UDN, a finite network or DUN from the Hydra `method` group."""
     cfg = run_cfg.method
-    if spec.task != "classification":
-        raise ValueError(f"method {cfg.name!r} supports classification data only, got {spec.task!r}")
     if cfg.name == "udn":
         posterior = depth_posteriors.TruncatedPoisson(
             cfg.depth_posterior.initial_rate, cfg.depth_posterior.quantile, cfg.depth_posterior.depth_limit
@@ -140,9 +172,6 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
         )
     else:
         raise ValueError(f"unknown depth-network method {cfg.name!r}")
-    network = UnboundedDepthNetwork(
-        fully_connected_layer(spec.num_features, run_cfg.dataset.width),
-        linear_head(run_cfg.dataset.width, spec.num_classes),
-        heads=cfg.heads,
-    )
-    return DepthNetworkMethod(network, posterior, prior, cfg.weight_prior_variance)
+    layer, head = network_generators(cfg.generator, spec)
+    network = UnboundedDepthNetwork(layer, head, heads=cfg.heads)
+    return DepthNetworkMethod(network, posterior, prior, cfg.weight_prior_variance, spec.task)

@@ -1,0 +1,74 @@
+"""Artifact of the UDN UCI study: Fig. 8, test RMSE and the posterior's expected depth (Nazaret & Blei 2022, App. B.4)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import seaborn as sns
+from matplotlib import pyplot as plt
+from matplotlib.figure import Figure
+
+from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.registry import figure
+from bnnrepro.studies import load_study
+
+STUDY = "udn_uci"
+DATASET_ORDER = ("yacht", "boston", "energy", "concrete", "power", "wine", "naval", "kin8nm", "protein")
+"""Fig. 8's order: the five sets where E_q[l] < 2, then the four where the UDN grows deeper (App. B.4)."""
+UDN_COLOUR = "tab:orange"
+
+
+def dataset_label(dataset: str) -> str:
+    """uci_boston -> boston."""
+    return dataset.removeprefix("uci_")
+
+
+def model_label(method: str) -> str:
+    """udn -> UDN; f2..f6 as the paper prints them."""
+    return "UDN" if method == "udn" else method
+
+
+def scale_note(scale: str) -> str:
+    """How the runs at this scale differ from the paper's (9 sets x 10 splits, 1000 epochs)."""
+    runs = load_study(STUDY).runs(scale)
+    hparams = [dict(r.hparams) for r in runs]
+    sets = [d for d in DATASET_ORDER if any(dataset_label(r.dataset) == d for r in runs)]
+    splits = sorted({h["dataset.split"] for h in hparams})
+    epochs = sorted({h["train.epochs"] for h in hparams})
+    return (
+        f"{scale} scale: sets {', '.join(sets)}; splits {splits}; models {', '.join(sorted({r.method for r in runs}))}; "
+        f"{', '.join(map(str, epochs))} epochs (the authors' code: 1000). Test RMSE in the targets' original units "
+        "(the authors' code reports it on standardised targets), at the epoch with the lowest validation RMSE; "
+        "error bars: the standard deviation over splits."
+    )
+
+
+def _selected(context: ArtifactContext, metric: str) -> pd.DataFrame:
+    rows = context.metric(metric).copy()
+    rows["set"] = rows["dataset"].map(dataset_label)
+    rows["model"] = rows["method"].map(model_label)
+    return rows
+
+
+@figure("udn/fig8", note=scale_note)
+def uci_rmse_and_depth(context: ArtifactContext) -> Figure:
+    """Top: test RMSE per set and model (one panel per set, each in its own units); bottom: E_q[l] of the UDN."""
+    rmse = _selected(context, "test_rmse_original")
+    depth = _selected(context, "expected_depth")
+    depth = depth[depth["method"] == "udn"]
+    sets = [d for d in DATASET_ORDER if d in set(rmse["set"])]
+    models = ["UDN", *sorted(m for m in rmse["model"].unique() if m != "UDN")]
+    palette = {m: UDN_COLOUR if m == "UDN" else c for m, c in zip(models, sns.color_palette("Blues_d", len(models)))}
+    fig = plt.figure(figsize=(max(2.2 * len(sets), 6), 6.5))
+    grid = fig.add_gridspec(2, len(sets), height_ratios=(1.3, 1))
+    for i, name in enumerate(sets):
+        ax = fig.add_subplot(grid[0, i])
+        sns.pointplot(rmse[rmse["set"] == name], x="model", y="value", hue="model", order=models, hue_order=models,
+                      palette=palette, errorbar="sd", linestyle="none", legend=False, ax=ax)  # fmt: skip
+        ax.set(title=name, xlabel="", ylabel="test RMSE (original units)" if i == 0 else "")
+        ax.tick_params(axis="x", labelrotation=90)
+    ax = fig.add_subplot(grid[1, :])
+    sns.pointplot(depth, x="set", y="value", order=sets, color=UDN_COLOUR, errorbar="sd", linestyle="none", ax=ax)
+    ax.axhline(2, color="grey", linewidth=0.8, linestyle="--")
+    ax.set(xlabel="", ylabel="UDN posterior E_q[ℓ]")
+    fig.tight_layout()
+    return fig
