@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from bnnrepro.data.registry import generate_instance
 from bnnrepro.device import resolve_device
@@ -122,7 +123,7 @@ def test_outputs_are_complete_and_checkpoint_loads_without_pickle(spiral_file: P
     assert {p.name for p in run_dir.iterdir()} == {"config.yaml", "metrics.json", "train.log", "checkpoint.pt"}
     checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert any(key.startswith("network.layers.") for key in checkpoint["model"])
-    assert "method:\n  name: udn" in (run_dir / "config.yaml").read_text()
+    assert OmegaConf.load(run_dir / "config.yaml").method.name == "udn"
     assert result["metrics"]["selected_epoch"] in [record["epoch"] for record in result["history"]]
 
 

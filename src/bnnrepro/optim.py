@@ -1,20 +1,32 @@
-"""Adam (Kingma & Ba 2015) over parameter groups that may grow during training.
+"""Adam (Kingma & Ba 2015) and SGD with momentum over parameter groups that may grow during training, and the
+epoch-wise learning-rate schedule of the training loop.
 
-The same update as `torch.optim.Adam` with its defaults (tests compare the two on the same inputs).
-We keep our own because every `torch.optim.Optimizer` method imports `torch._dynamo` on first use,
-about 1.5 s per training job on 2 cores, which would dominate the start-up of the many short jobs
-of a study. Parameters appended to a group's "params" list later (UDN Algorithm 1) get fresh state.
+The same updates as `torch.optim.Adam` with its defaults and `torch.optim.SGD` (dampening 0, no Nesterov); tests
+compare them on the same inputs. We keep our own because every `torch.optim.Optimizer` method imports
+`torch._dynamo` on first use, about 1.5 s per training job on 2 cores, which would dominate the start-up of the many
+short jobs of a study. Parameters appended to a group's "params" list later (UDN Algorithm 1) get fresh state.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+
 import torch
 
+OPTIMIZERS = ("adam", "sgd")
+"""The values of optim.name."""
 
-class Adam:
-    def __init__(self, param_groups: list[dict], betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
-        self.param_groups = [{**group, "params": list(group["params"])} for group in param_groups]
-        self.betas, self.eps = betas, eps
+
+class Optimizer:
+    """What Adam and SGD share: the groups (each remembers the lr it was built with as "base_lr", which the
+    learning-rate schedule scales), a step that leaves a parameter without a gradient (e.g. a layer beyond the
+    support of q(l)) and its state untouched, and a state_dict keyed by parameter position."""
+
+    def __init__(self, param_groups: list[dict]):
+        self.param_groups = [
+            {**group, "params": list(group["params"]), "base_lr": group["lr"]} for group in param_groups
+        ]
         self.state: dict[torch.Tensor, dict[str, torch.Tensor]] = {}
 
     def _parameters(self) -> list[torch.Tensor]:
@@ -26,30 +38,17 @@ class Adam:
 
     @torch.no_grad()
     def step(self) -> None:
-        beta1, beta2 = self.betas
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:  # inactive (e.g. a layer beyond the support of q(l)): no update
-                    continue
-                state = self.state.setdefault(
-                    p,
-                    {
-                        "step": torch.zeros(()),
-                        "exp_avg": torch.zeros_like(p),
-                        "exp_avg_sq": torch.zeros_like(p),
-                    },
-                )
-                state["step"] += 1
-                step = float(state["step"])
-                state["exp_avg"].lerp_(p.grad, 1 - beta1)
-                state["exp_avg_sq"].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
-                bias_correction1 = 1 - beta1**step
-                bias_correction2_sqrt = (1 - beta2**step) ** 0.5
-                denom = (state["exp_avg_sq"].sqrt() / bias_correction2_sqrt).add_(self.eps)
-                p.addcdiv_(state["exp_avg"], denom, value=-group["lr"] / bias_correction1)
+                if p.grad is not None:
+                    self._update(p, group)
+
+    def _update(self, p: torch.Tensor, group: dict) -> None:
+        """One step of `p` (which has a gradient) in `group`; its state, if any, lives in self.state[p]."""
+        raise NotImplementedError
 
     def state_dict(self) -> dict:
-        """Moments keyed by the parameter's position across groups (the order survives a resume)."""
+        """State keyed by the parameter's position across groups (the order survives a resume), and the lrs."""
         positions = {p: i for i, p in enumerate(self._parameters())}
         return {
             "state": {positions[p]: s for p, s in self.state.items()},
@@ -63,3 +62,127 @@ class Adam:
         }
         for group, lr in zip(self.param_groups, state_dict["lrs"], strict=True):
             group["lr"] = lr
+
+
+class Adam(Optimizer):
+    """Adam with `torch.optim.Adam`'s defaults (Kingma & Ba 2015, Algorithm 1)."""
+
+    def __init__(self, param_groups: list[dict], betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        super().__init__(param_groups)
+        self.betas, self.eps = betas, eps
+
+    def _update(self, p: torch.Tensor, group: dict) -> None:
+        beta1, beta2 = self.betas
+        state = self.state.get(p)
+        if state is None:
+            state = self.state[p] = {
+                "step": torch.zeros(()),
+                "exp_avg": torch.zeros_like(p),
+                "exp_avg_sq": torch.zeros_like(p),
+            }
+        state["step"] += 1
+        step = float(state["step"])
+        state["exp_avg"].lerp_(p.grad, 1 - beta1)
+        state["exp_avg_sq"].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+        bias_correction1 = 1 - beta1**step
+        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+        denom = (state["exp_avg_sq"].sqrt() / bias_correction2_sqrt).add_(self.eps)
+        p.addcdiv_(state["exp_avg"], denom, value=-group["lr"] / bias_correction1)
+
+
+class SGD(Optimizer):
+    """SGD with momentum and L2 weight decay, as `torch.optim.SGD`: d = grad + weight_decay * p, buffer b = d at a
+    parameter's first step and momentum * b + d after, p -= lr * b (He et al. 2016 §3.4; UDN §6.2: momentum 0.9,
+    weight decay 1e-4). A group's own "weight_decay" key overrides `weight_decay` (e.g. 0.0 to exempt a
+    variational parameter)."""
+
+    def __init__(self, param_groups: list[dict], momentum: float = 0.0, weight_decay: float = 0.0):
+        super().__init__(param_groups)
+        self.momentum, self.weight_decay = momentum, weight_decay
+
+    def _update(self, p: torch.Tensor, group: dict) -> None:
+        weight_decay = group.get("weight_decay", self.weight_decay)
+        direction = p.grad.add(p, alpha=weight_decay) if weight_decay else p.grad
+        if self.momentum:
+            state = self.state.get(p)
+            if state is None:
+                state = self.state[p] = {"momentum_buffer": direction.clone()}
+            else:
+                state["momentum_buffer"].mul_(self.momentum).add_(direction)
+            direction = state["momentum_buffer"]
+        p.add_(direction, alpha=-group["lr"])
+
+
+def build_optimizer(optim_cfg: Mapping, param_groups: list[dict]) -> Optimizer:
+    """The optimiser optim.name (adam | sgd) over `param_groups`; sgd reads optim.momentum and optim.weight_decay,
+    which adam refuses when nonzero (our Adam has neither, and a setting that silently does nothing is a trap)."""
+    name, momentum, weight_decay = optim_cfg["name"], optim_cfg["momentum"], optim_cfg["weight_decay"]
+    if name == "sgd":
+        return SGD(param_groups, momentum=momentum, weight_decay=weight_decay)
+    if name == "adam":
+        if momentum or weight_decay:
+            raise ValueError(
+                f"optim.name=adam ignores optim.momentum ({momentum}) and optim.weight_decay ({weight_decay}); set "
+                "them to 0.0, or set optim.name=sgd to use them"
+            )
+        return Adam(param_groups)
+    raise ValueError(f"optim.name={name!r} is not an optimiser; choose one of {', '.join(OPTIMIZERS)}")
+
+
+def check_learning_rate_schedule(schedule: Sequence[Mapping] | None) -> None:
+    """Raise ValueError naming the bad piece unless `schedule` (optim.lr_schedule) is null or a non-empty list of
+    pieces {until_epoch: E, factor: f} with positive, strictly increasing integer E and positive finite f."""
+    if schedule is None:
+        return
+    form = "a list of pieces {until_epoch: E, factor: f} (or null for a constant learning rate)"
+    if isinstance(schedule, str | Mapping) or not isinstance(schedule, Sequence) or not schedule:
+        raise ValueError(f"optim.lr_schedule={schedule!r}: write it as {form}")
+    previous = 0
+    for i, piece in enumerate(schedule):
+        where = f"optim.lr_schedule[{i}]={piece!r}"
+        if not isinstance(piece, Mapping) or set(piece) != {"until_epoch", "factor"}:
+            raise ValueError(f"{where}: each piece is a mapping with exactly the keys until_epoch and factor; {form}")
+        until, factor = piece["until_epoch"], piece["factor"]
+        if isinstance(until, bool) or not isinstance(until, int) or until <= previous:
+            raise ValueError(
+                f"{where}: until_epoch must be an integer greater than {previous} (the previous piece's, or 0); "
+                "order the pieces by increasing until_epoch"
+            )
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not (0 < factor < math.inf):
+            raise ValueError(f"{where}: factor must be a positive number (it multiplies each group's base lr)")
+        previous = until
+
+
+def scaled_learning_rate_schedule(
+    schedule: Sequence[Mapping] | None, reference_epochs: int | None, epochs: int
+) -> list[dict] | None:
+    """`schedule`, written for runs of `reference_epochs` (optim.lr_schedule_epochs), for a run of `epochs`: each
+    until_epoch scaled by epochs / reference_epochs and rounded (at least 1); a piece that no longer ends after the
+    previous one is dropped. Unchanged when reference_epochs is null (the small scales' shortened runs keep the
+    paper's shape of the schedule, UDN §6.2)."""
+    if schedule is None or reference_epochs is None:
+        return schedule
+    scaled, previous = [], 0
+    for piece in schedule:
+        until = max(1, round(piece["until_epoch"] * epochs / reference_epochs))
+        if until > previous:
+            scaled.append({"until_epoch": until, "factor": piece["factor"]})
+            previous = until
+    return scaled
+
+
+def learning_rate_factor(schedule: Sequence[Mapping] | None, epoch: int) -> float:
+    """The factor of epoch `epoch` (1-based): that of the first piece with epoch <= until_epoch; after the last
+    piece its factor holds, as in the UDN authors' code (UDN §6.2: epochs 401-500 keep the last lr); 1.0 without
+    a schedule."""
+    if schedule is None:
+        return 1.0
+    piece = next((piece for piece in schedule if epoch <= piece["until_epoch"]), schedule[-1])
+    return float(piece["factor"])
+
+
+def apply_learning_rate_schedule(optimizer: Optimizer, schedule: Sequence[Mapping] | None, epoch: int) -> None:
+    """Set each group's lr to its base lr times the schedule's factor at `epoch`."""
+    factor = learning_rate_factor(schedule, epoch)
+    for group in optimizer.param_groups:
+        group["lr"] = group["base_lr"] * factor

@@ -4,8 +4,10 @@ Hydra composes config/train with the overrides; the job writes into `run_dir` it
 metrics JSON (the evaluation selected by `train.select_by` and `train.select_mode`, which are checked before the
 first epoch, and the last one, the evaluation history, and per epoch the cumulative training seconds and the peak
 memory) and the final checkpoint. Every `train.checkpoint_every` epochs it saves a resumable state, so a killed
-job rerun with the same configuration continues where it stopped and ends with the same metrics. Heavy libraries
-(pandas, plotting) stay out of this path.
+job rerun with the same configuration continues where it stopped and ends with the same metrics. The optimiser is
+`optim.name`, its learning rates set at the start of every epoch by `optim.lr_schedule` (bnnrepro.optim); the training
+batches, never the evaluations, go through `train.augmentation` (bnnrepro.data.augmentation) with their own generator,
+checkpointed like the shuffle's. Heavy libraries (pandas, plotting) stay out of this path.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig
 
+from bnnrepro.data.augmentation import training_augmentation
 from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import peak_memory_mib
 from bnnrepro.errors import DivergedError
@@ -26,7 +29,12 @@ from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.methods import build_method, own_training_job
 from bnnrepro.metrics import classification_metrics, forecasting_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
-from bnnrepro.optim import Adam
+from bnnrepro.optim import (
+    apply_learning_rate_schedule,
+    build_optimizer,
+    check_learning_rate_schedule,
+    scaled_learning_rate_schedule,
+)
 from bnnrepro.runs import RunFolder, ran_on, start_job
 from bnnrepro.train_configs import compose_config
 
@@ -96,33 +104,40 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     x_train, y_train = data["train"]
     num_train = len(x_train)
     check_selection(cfg, data)
+    check_learning_rate_schedule(cfg.optim.lr_schedule)
+    schedule = scaled_learning_rate_schedule(cfg.optim.lr_schedule, cfg.optim.lr_schedule_epochs, cfg.train.epochs)
+    augment = training_augmentation(cfg.train.augmentation, cfg.dataset)
     method = build_method(cfg, splits.spec(cfg.dataset.task))
     shuffle = torch.Generator().manual_seed(cfg.seed)
+    augmentation = torch.Generator().manual_seed(cfg.seed)
     start_epoch, history, timing, seconds = 0, [], [], 0.0
 
     state = run.load_resume(digest)
     if state is not None:
         method.prepare_resume(state["model"])
     method.to(device)
-    optimizer = Adam(method.parameter_groups(cfg.optim.lr, cfg.optim.depth_lr_ratio))
+    optimizer = build_optimizer(cfg.optim, method.parameter_groups(cfg.optim.lr, cfg.optim.depth_lr_ratio))
     if state is not None:
         method.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
         shuffle.set_state(state["shuffle_rng"])
+        augmentation.set_state(state["augmentation_rng"])
         start_epoch, history, timing, seconds = state["epoch"], state["history"], state["timing"], state["seconds"]
         log.info("resumed %s from epoch %d", run.path, start_epoch)
 
     epochs, last_progress = cfg.train.epochs, time.perf_counter()
     for epoch in range(start_epoch + 1, epochs + 1):
         started = time.perf_counter()
+        apply_learning_rate_schedule(optimizer, schedule, epoch)
         method.train()
         loss_sum = 0.0
         try:
             for batch in torch.randperm(num_train, generator=shuffle).split(cfg.train.batch_size):
                 method.adapt_architecture(optimizer)
                 batch = batch.to(device)
-                loss_sum += method.training_step(x_train[batch], y_train[batch], num_train, optimizer) * len(batch)
+                x = x_train[batch] if augment is None else augment(x_train[batch], generator=augmentation)
+                loss_sum += method.training_step(x, y_train[batch], num_train, optimizer) * len(batch)
                 # torchsde's Brownian intervals are reference cycles holding their noise: free them each step
                 gc.collect(1)
             method.end_epoch(x_train, y_train)
@@ -169,6 +184,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                     "optimizer": optimizer.state_dict(),
                     "torch_rng": torch.get_rng_state(),
                     "shuffle_rng": shuffle.get_state(),
+                    "augmentation_rng": augmentation.get_state(),
                 },
             )
 

@@ -1,4 +1,4 @@
-"""Artifact of the UDN UCI study: Fig. 8, test RMSE and the posterior's expected depth (Nazaret & Blei 2022, App. B.4)."""
+"""Artifact of the UDN UCI study: Fig. 8, test RMSE and the posterior's E_q[l] (Nazaret & Blei 2022, App. B.4)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ def scale_note(scale: str) -> str:
     sets = [d for d in DATASET_ORDER if any(dataset_label(r.dataset) == d for r in runs)]
     splits = sorted({h["dataset.split"] for h in hparams})
     epochs = sorted({h["train.epochs"] for h in hparams})
+    models = ", ".join(sorted({r.method for r in runs}))
     return (
-        f"{scale} scale: sets {', '.join(sets)}; splits {splits}; models {', '.join(sorted({r.method for r in runs}))}; "
+        f"{scale} scale: sets {', '.join(sets)}; splits {splits}; models {models}; "
         f"{', '.join(map(str, epochs))} epochs (the authors' code: 1000). Test RMSE in the targets' original units "
         "(the authors' code reports it on standardised targets), at the epoch with the lowest validation RMSE; "
         "error bars: the standard deviation over splits."
@@ -57,7 +58,10 @@ def uci_rmse_and_depth(context: ArtifactContext) -> Figure:
     depth = depth[depth["method"] == "udn"]
     sets = [d for d in DATASET_ORDER if d in set(rmse["set"])]
     models = ["UDN", *sorted(m for m in rmse["model"].unique() if m != "UDN")]
-    palette = {m: UDN_COLOUR if m == "UDN" else c for m, c in zip(models, sns.color_palette("Blues_d", len(models)))}
+    palette = {
+        m: UDN_COLOUR if m == "UDN" else c
+        for m, c in zip(models, sns.color_palette("Blues_d", len(models)), strict=True)
+    }
     fig = plt.figure(figsize=(max(2.2 * len(sets), 6), 6.5))
     grid = fig.add_gridspec(2, len(sets), height_ratios=(1.3, 1))
     for i, name in enumerate(sets):

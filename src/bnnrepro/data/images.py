@@ -99,14 +99,28 @@ def prepare_svhn(raw: Path, out: Path) -> None:
     _save(out, {"x_train": x_test[:0], "y_train": y_test[:0], "x_test": x_test, "y_test": y_test})
 
 
+def class_labels(classes: list, class_names: list[str]) -> list[int]:
+    """The labels of `classes`, given by value (3) or by name ("cat", a position in `class_names`)."""
+    labels = []
+    for value in classes:
+        if isinstance(value, str) and not value.isdigit():
+            if value not in class_names:
+                known = ", ".join(class_names) or "none: this dataset's config has no class_names"
+                raise ValueError(f"dataset.classes names an unknown class {value!r}; the class names are {known}")
+            labels.append(class_names.index(value))
+        else:
+            labels.append(int(value))
+    return labels
+
+
 def load(path: Path, config: Mapping) -> Splits:
     """Splits of an image dataset.
 
     config keys: val_fraction (held out from the training set by a permutation seeded with val_seed;
     the SDE-BNN paper keeps 10%), mean and std (per-channel normalisation of pixels scaled to [0, 1];
-    null to skip), classes (keep only these labels, which keep their values: the UDN's CIFAR pairs,
-    BEDL's CIFAR-10 classes 1-5); for CIFAR-10-C also corruption and severity (1-5), which become the
-    test set.
+    null to skip), classes (keep only these labels, by value or by their names in class_names; labels keep their
+    values: the UDN's CIFAR pairs, BEDL's CIFAR-10 classes 1-5); for CIFAR-10-C also corruption and severity (1-5),
+    which become the test set.
     """
     with np.load(path, allow_pickle=False) as data:
         # CIFAR-10-C: only the corruption asked for (the real file holds 19 arrays of 150 MB)
@@ -120,15 +134,16 @@ def load(path: Path, config: Mapping) -> Splits:
         labels = formats.cifar10c_severity(arrays["labels"], int(config["severity"]))
         arrays = {"x_train": images[:0], "y_train": labels[:0], "x_test": images, "y_test": labels}
     if config.get("classes") is not None:
+        classes = class_labels(config["classes"], config.get("class_names") or [])
         present = set(np.unique(np.concatenate([arrays["y_train"], arrays["y_test"]])).tolist())
-        missing = sorted(set(config["classes"]) - present)
+        missing = sorted(set(classes) - present)
         if missing:
             raise ValueError(
                 f"{path}: no images of class(es) {missing}; its labels are {sorted(present)}: set dataset.classes to "
                 "a subset of them"
             )
         for split in ("train", "test"):
-            keep = np.isin(arrays[f"y_{split}"], list(config["classes"]))
+            keep = np.isin(arrays[f"y_{split}"], classes)
             arrays[f"x_{split}"], arrays[f"y_{split}"] = arrays[f"x_{split}"][keep], arrays[f"y_{split}"][keep]
     order = np.random.default_rng(int(config.get("val_seed", 42))).permutation(len(arrays["y_train"]))
     n_val = int(round(float(config.get("val_fraction", 0.0)) * len(order)))

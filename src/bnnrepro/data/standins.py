@@ -198,6 +198,12 @@ def svhn_like(n_test: int, seed: int) -> dict[str, np.ndarray]:
 # --- CIFAR-10 / CIFAR-100 stand-in ---
 
 
+CIFAR10_CONFUSED_PAIR = (3, 5)
+"""Cat and dog, the most confused pair of real CIFAR-10 (UDN §6.2 picks them as its hard pair): in the ten-class
+stand-in the dog template is the cat's with the same sinusoids and slightly other colours."""
+CONFUSED_OFFSET = 0.05
+
+
 def _class_templates(num_classes: int) -> dict[str, np.ndarray]:
     """Per class: a base colour and two coloured sinusoids (integer frequencies, 1..3 cycles per image).
 
@@ -206,12 +212,18 @@ def _class_templates(num_classes: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(num_classes)
     frequencies = rng.integers(-3, 4, (num_classes, 2, 2))
     frequencies[np.all(frequencies == 0, axis=2)] = (1, 1)  # no constant "sinusoid"
-    return {
+    templates = {
         "base": rng.uniform(0.25, 0.75, (num_classes, 3)),
         "colour": rng.uniform(-0.3, 0.3, (num_classes, 2, 3)),
         "frequency": frequencies,
         "phase": rng.uniform(0, 2 * np.pi, (num_classes, 2)),
     }
+    if num_classes == 10:
+        cat, dog = CIFAR10_CONFUSED_PAIR
+        templates["frequency"][dog] = templates["frequency"][cat]
+        templates["base"][dog] = templates["base"][cat] + CONFUSED_OFFSET * rng.choice([-1, 1], 3)
+        templates["colour"][dog] = templates["colour"][cat] + CONFUSED_OFFSET * rng.choice([-1, 1], (2, 3))
+    return templates
 
 
 def _cifar_images(labels: np.ndarray, templates: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:

@@ -17,7 +17,9 @@ import pandas as pd
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.repulsive_toy import far_field_entropy, gap_kl_to_hmc
 from bnnrepro.artifacts.sdebnn_latent import variance_ratios_to_stl
+from bnnrepro.artifacts.udn_images import depth_log_pmf, depth_trajectories
 from bnnrepro.artifacts.udn_spirals import theorem_bound_gaps
+from bnnrepro.inference.depth_posteriors import expected_depth
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,109 @@ def theorem_bound_holds(context: ArtifactContext) -> Outcome:
     smallest = gaps.loc[gaps["delta"].idxmin()]
     evidence = f"smallest delta_k {smallest['delta']:.1f} at k={smallest['k']:.0f}"
     return Outcome(bool((gaps["delta"] >= 0).all()), evidence)
+
+
+# --- UDN paper, CIFAR-10 (Fig. 4, Table 2, Fig. 7) and UCI (Fig. 8) ---------------------------------------------
+
+
+def _final_expected_depth(context: ArtifactContext) -> pd.Series:
+    """Mean E_q[l] at the end of training per UDN run set (Fig. 4's three, by method variant)."""
+    rows = context.metric("last_expected_depth")
+    return rows.groupby("method")["value"].mean()
+
+
+@claim("udn/fig4", "The UDN uses deeper truncations for cat vs dog than for deer vs car, and deeper still on CIFAR-10.")
+def udn_deepens_with_task_difficulty(context: ArtifactContext) -> Outcome:
+    """Holds when the mean final E_q[l] increases from deer vs car to cat vs dog to full CIFAR-10."""
+    depth = _final_expected_depth(context)
+    order = ["udn@deer_car", "udn@cat_dog", "udn"]
+    _require(all(m in depth.index for m in order), "UDN runs on both pairs and the full set")
+    values = [depth[m] for m in order]
+    listed = ", ".join(f"{m} {v:.2f}" for m, v in zip(order, values, strict=True))
+    return Outcome(values[0] < values[1] < values[2], f"mean final E_q[l]: {listed}")
+
+
+@claim("udn/fig4", "Test accuracy 99% (deer vs car), 88% (cat vs dog), 94% (CIFAR-10).")
+def udn_subset_accuracies(context: ArtifactContext) -> Outcome:
+    """Holds when each set's mean test accuracy is within 2 points of the text's (99, 88, 94%)."""
+    accuracy = context.metric("test_accuracy").groupby("method")["value"].mean() * 100
+    published = {"udn@deer_car": 99.0, "udn@cat_dog": 88.0, "udn": 94.0}
+    _require(all(m in accuracy.index for m in published), "UDN runs on both pairs and the full set")
+    listed = ", ".join(f"{m} {accuracy[m]:.1f}% (paper {v:.0f}%)" for m, v in published.items())
+    return Outcome(all(abs(accuracy[m] - v) <= 2 for m, v in published.items()), listed)
+
+
+@claim("udn/table2", "The UDN outperforms all the other models; the best finite models have L between 10 and 20.")
+def udn_best_on_cifar(context: ArtifactContext) -> Outcome:
+    """Holds when the UDN's mean test accuracy is the highest and the best finite network has 10 <= L <= 20."""
+    accuracy = context.metric("test_accuracy").groupby("method")["value"].mean()
+    finite = accuracy[accuracy.index.str.startswith("finite_")]
+    _require("udn" in accuracy.index and len(finite) > 0, "UDN run and finite network's")
+    best_depth = int(finite.idxmax().removeprefix("finite_"))
+    listed = ", ".join(f"{m} {100 * v:.1f}" for m, v in accuracy.sort_values(ascending=False).items())
+    holds = bool(accuracy["udn"] >= finite.max()) and 10 <= best_depth <= 20
+    return Outcome(holds, f"test accuracy (%): {listed}; best finite L = {best_depth}")
+
+
+@claim("udn/fig7", "From every initialisation the variational families converge to similar regions.")
+def udn_initialisations_converge(context: ArtifactContext) -> Outcome:
+    """Holds when the spread (max - min) of the final E_q[l] over lambda_0 is under half the initial spread."""
+    trajectories = depth_trajectories(context)
+    _require(trajectories["lambda_0"].nunique() > 1, "second initialisation lambda_0")
+    final = trajectories.sort_values("epoch").groupby("lambda_0")["expected_depth"].last()
+    initial = pd.Series({rate: expected_depth(depth_log_pmf(rate)) for rate in final.index})
+    final_spread, initial_spread = final.max() - final.min(), initial.max() - initial.min()
+    listed = ", ".join(f"lambda_0={rate:g}: {initial[rate]:.1f} -> {final[rate]:.1f}" for rate in final.index)
+    return Outcome(bool(final_spread < initial_spread / 2), f"E_q[l] start -> end: {listed}")
+
+
+UCI_SHALLOW, UCI_DEEP = ("yacht", "boston", "energy", "concrete", "power"), ("wine", "naval", "kin8nm", "protein")
+"""App. B.4: E_q[l] < 2 on the first five sets, higher on the last four."""
+
+
+def _uci_depth(context: ArtifactContext) -> pd.Series:
+    rows = context.metric("expected_depth")
+    rows = rows[rows["method"] == "udn"]
+    return rows.groupby(rows["dataset"].str.removeprefix("uci_"))["value"].mean()
+
+
+@claim("udn/fig8", "For yacht, boston, energy, concrete and power the posterior E_q[l] is lower than two.")
+def udn_shallow_on_easy_uci(context: ArtifactContext) -> Outcome:
+    """Holds when the UDN's mean E_q[l] (at the selected epoch, over splits) is < 2 on each of these sets run."""
+    depth = _uci_depth(context)
+    shallow = depth[depth.index.isin(UCI_SHALLOW)]
+    _require(len(shallow) > 0, "UDN run on yacht, boston, energy, concrete or power")
+    listed = ", ".join(f"{d} {v:.2f}" for d, v in shallow.items())
+    return Outcome(bool((shallow < 2).all()), f"mean E_q[l]: {listed}")
+
+
+@claim("udn/fig8", "On wine, naval, kin8nm and protein the UDN learns more layers.")
+def udn_deeper_on_hard_uci(context: ArtifactContext) -> Outcome:
+    """Holds when the UDN's mean E_q[l] on each of these sets run exceeds its largest on the first five."""
+    depth = _uci_depth(context)
+    shallow, deep = depth[depth.index.isin(UCI_SHALLOW)], depth[depth.index.isin(UCI_DEEP)]
+    _require(len(shallow) > 0 and len(deep) > 0, "UDN runs on a set of each group")
+    listed = ", ".join(f"{d} {v:.2f}" for d, v in deep.items())
+    return Outcome(bool((deep > shallow.max()).all()), f"mean E_q[l]: {listed} vs at most {shallow.max():.2f}")
+
+
+@claim("udn/fig8", "The UDN performs similarly to or better than the finite alternatives f2-f6.")
+def udn_competitive_on_uci(context: ArtifactContext) -> Outcome:
+    """Holds when on every set the UDN's mean test RMSE is at most the best finite network's plus one standard
+    error of the UDN's RMSE over splits."""
+    rows = context.metric("test_rmse_original")
+    _require("udn" in set(rows["method"]) and rows["method"].nunique() > 1, "UDN run and finite network's")
+    stats = rows.groupby(["dataset", "method"])["value"].agg(["mean", "sem"]).fillna(0)
+    verdicts = []
+    for dataset, table in stats.groupby(level="dataset"):
+        table = table.droplevel("dataset")
+        best_finite = table.drop(index="udn")["mean"].min()
+        udn = table.loc["udn"]
+        verdicts.append(
+            (dataset.removeprefix("uci_"), udn["mean"] <= best_finite + udn["sem"], udn["mean"], best_finite)
+        )
+    listed = ", ".join(f"{d} {u:.3g} vs {f:.3g}" for d, _, u, f in verdicts)
+    return Outcome(all(v for _, v, _, _ in verdicts), f"UDN vs best f_L test RMSE: {listed}")
 
 
 # --- SDE-BNN paper (Fig. 4) ------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from bnnrepro.errors import DivergedError
 from bnnrepro.inference.classification_likelihoods import MultiLabelProbit
 from bnnrepro.methods import gaussian_weight_vi, mc_dropout
 from bnnrepro.metrics import classification_metrics
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Adam, Optimizer
 from bnnrepro.runs import RunFolder, ran_on, start_job
 
 METHODS = ("active_learning",)
@@ -108,7 +108,7 @@ def initial_labels(pool_size: int, count: int, seed: int) -> torch.Tensor:
     return torch.randperm(pool_size, generator=torch.Generator().manual_seed(seed))[:count]
 
 
-def train_predictor(predictor, optimizer: Adam, x: torch.Tensor, y: torch.Tensor, epochs: int, batch_size: int,
+def train_predictor(predictor, optimizer: Optimizer, x: torch.Tensor, y: torch.Tensor, epochs: int, batch_size: int,
                     shuffle: torch.Generator) -> float:  # fmt: skip
     """`epochs` epochs of minibatch steps on the labelled points; the last epoch's mean loss."""
     predictor.train()

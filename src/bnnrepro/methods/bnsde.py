@@ -32,7 +32,7 @@ from bnnrepro.models.bayesian_drift import WEIGHT_SAMPLING, BayesianDrift
 from bnnrepro.models.hybrid_sde import HybridSDE
 from bnnrepro.models.prior_knowledge import KnowledgeDrift, LearnedKnowledge
 from bnnrepro.models.sequence_observation import EncodedState, ObservedState, gaussian_log_likelihood
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Adam, Optimizer
 
 METHODS = ("bnsde",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
@@ -101,7 +101,7 @@ class BNSDEMethod(LossMinimiser, FixedArchitectureMethod):
             loss = mean_log_data_term(log_likelihoods)
         return loss
 
-    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Optimizer) -> float:
         """Adam on the loss (LossMinimiser), a Langevin step for sgld, nothing for the untrained white box."""
         if self.objective == "none":
             with torch.no_grad():

@@ -24,6 +24,7 @@ from bnnrepro.distributions import unit_variance_gaussian_kl
 from bnnrepro.inference import depth_posteriors
 from bnnrepro.inference.depth_elbo import depth_elbo
 from bnnrepro.methods.loss_minimiser import LossMinimiser
+from bnnrepro.models.batch_norm_statistics import refresh_batch_norm_statistics, stale_batch_norms
 from bnnrepro.models.bottleneck_generator import bottleneck_resnet_layer, pooled_linear_head
 from bnnrepro.models.unbounded_depth import (
     LayerGenerator,
@@ -31,7 +32,10 @@ from bnnrepro.models.unbounded_depth import (
     fully_connected_layer,
     linear_head,
 )
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Optimizer
+
+BATCH_NORM_EXAMPLES = 4096
+"""Training inputs on which `fit_posterior` estimates the statistics of new BatchNorm layers (16 batches of 256)."""
 
 METHODS = ("udn", "finite", "dun")
 """The Hydra method names (config/train/method/*.yaml `name`) this module builds: the UDN and its finite-depth
@@ -65,7 +69,7 @@ class DepthNetworkMethod(LossMinimiser):
             groups.append({"params": depth_params, "lr": lr * depth_lr_ratio, "weight_decay": 0.0})
         return groups
 
-    def adapt_architecture(self, optimizer: Adam) -> None:
+    def adapt_architecture(self, optimizer: Optimizer) -> None:
         """Algorithm 1: create the layers and heads that the current support of q(l) reaches."""
         new = self.network.grow_to(self.depth_posterior.max_depth())
         optimizer.param_groups[0]["params"].extend(new)
@@ -90,6 +94,17 @@ class DepthNetworkMethod(LossMinimiser):
         weight_kl = block_kl.cumsum(0) + shared_kl
         log_prior = self.depth_prior.log_probs(max_depth).to(x.device)
         return depth_elbo(log_q, log_prior, log_lik, weight_kl)
+
+    @torch.no_grad()
+    def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
+        """Estimate on training inputs the BatchNorm statistics of layers still near their initial values: Algorithm
+        1 grows the network before an evaluation too, and a layer created a few steps ago has seen too few batches
+        for its running averages (`stale_batch_norms`). Layers beyond the support of q(l) are never evaluated."""
+        stale = stale_batch_norms(self.network)
+        if stale:
+            _, depths = self._support()
+            x = x_train[:BATCH_NORM_EXAMPLES]
+            refresh_batch_norm_statistics(self.network, lambda batch: self.network(batch, depths), stale, x, 256)
 
     def _log_likelihood(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """sum_i log p(y_i; Omega_l(x_i)) per depth l, from the outputs [depths, batch, outputs]: categorical
@@ -150,9 +165,7 @@ def network_generators(generator: DictConfig, spec: DataSpec) -> tuple[LayerGene
             bottleneck_resnet_layer(generator.width_multiplier, generator.max_depth),
             pooled_linear_head(generator.width_multiplier, outputs),
         )
-    raise ValueError(
-        f"unknown method.generator.kind {generator.kind!r}; choose fully_connected or bottleneck_resnet"
-    )
+    raise ValueError(f"unknown method.generator.kind {generator.kind!r}; choose fully_connected or bottleneck_resnet")
 
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
@@ -173,5 +186,10 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
     else:
         raise ValueError(f"unknown depth-network method {cfg.name!r}")
     layer, head = network_generators(cfg.generator, spec)
-    network = UnboundedDepthNetwork(layer, head, heads=cfg.heads)
+    if cfg.generator.kind == "bottleneck_resnet" and cfg.name == "dun":
+        raise ValueError(
+            "DUN shares one head across depths, whose hidden states the bottleneck ResNet reshapes from stage to "
+            "stage; use DUN with method.generator.kind=fully_connected (the UDN paper runs it on spirals only)"
+        )
+    network = UnboundedDepthNetwork(layer, head, heads=cfg.heads, shared_head_depth=posterior.max_depth())
     return DepthNetworkMethod(network, posterior, prior, cfg.weight_prior_variance, spec.task)

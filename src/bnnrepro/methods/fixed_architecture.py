@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Optimizer
 
 
 class FixedArchitectureMethod(nn.Module):
@@ -16,7 +16,7 @@ class FixedArchitectureMethod(nn.Module):
     def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
         return [{"params": list(self.parameters()), "lr": lr}]
 
-    def adapt_architecture(self, optimizer: Adam) -> None:
+    def adapt_architecture(self, optimizer: Optimizer) -> None:
         """The architecture is fixed."""
 
     def diagnostics(self) -> dict[str, float]:

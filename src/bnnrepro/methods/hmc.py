@@ -22,7 +22,7 @@ from bnnrepro.data.spec import DataSpec
 from bnnrepro.inference.posterior_targets import NetworkPosterior
 from bnnrepro.methods.protocol import finite_loss
 from bnnrepro.methods.weight_samples import WeightSamples, build_target
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Optimizer
 
 METHODS = ("hmc",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
@@ -51,7 +51,7 @@ class HamiltonianMonteCarlo(WeightSamples):
     def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
         return [{"params": [], "lr": lr}]
 
-    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Optimizer) -> float:
         """Sample the posterior given the whole training set (x, y); return the draws' mean negative log
         posterior per datum (the optimiser, which holds no parameters, is not used)."""
         if len(x) != num_train:

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from bnnrepro.methods.protocol import check_finite_gradients, finite_loss
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Optimizer
 
 
 class LossMinimiser(nn.Module, metaclass=abc.ABCMeta):
@@ -18,7 +18,7 @@ class LossMinimiser(nn.Module, metaclass=abc.ABCMeta):
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
         """The scalar objective on the minibatch (x, y) of num_train training points, per datum."""
 
-    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Optimizer) -> float:
         """One optimiser step on `loss`; DivergedError before the backward pass when the loss is not finite, and
         before the step when a gradient is not (the weights are left as they were)."""
         loss = self.loss(x, y, num_train)

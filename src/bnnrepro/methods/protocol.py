@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from bnnrepro.errors import DivergedError
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Optimizer
 
 
 class Method(Protocol):
@@ -34,11 +34,11 @@ class Method(Protocol):
         """The optimiser's parameter groups: the weights at `lr`, any depth posterior at lr * depth_lr_ratio."""
         ...
 
-    def adapt_architecture(self, optimizer: Adam) -> None:
+    def adapt_architecture(self, optimizer: Optimizer) -> None:
         """Grow or rebuild the architecture before a step or an evaluation, adding new parameters to `optimizer`."""
         ...
 
-    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Optimizer) -> float:
         """Train on the minibatch (x, y) of a training set of num_train points; return the batch's loss per datum
         (for the log: the epoch's `train_loss` is its mean over the batches). Raise `DivergedError` when the loss
         is not finite (`finite_loss`)."""

@@ -34,7 +34,7 @@ from bnnrepro.inference.repulsive import (
 from bnnrepro.inference.score_estimators import ScoreEstimator, kde_score, sge_score, ssge_score
 from bnnrepro.methods.protocol import finite_loss
 from bnnrepro.methods.weight_samples import WeightSamples, build_target
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Optimizer
 
 METHODS = ("repulsive_ensemble",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
@@ -89,7 +89,7 @@ class ParticleEnsemble(WeightSamples):
             return svgd_direction(particles, grads), value
         return deep_ensemble_direction(grads), value
 
-    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Optimizer) -> float:
         """The rule's update through the optimiser: particles.grad = -phi, then optimizer.step() (module docstring)."""
         direction, value = self.direction(x, y, num_train)
         if not torch.isfinite(direction).all():

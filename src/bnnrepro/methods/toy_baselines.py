@@ -21,7 +21,7 @@ from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.batched_mlp import batched_mlp, layer_sizes, uniform_linear_init
 from bnnrepro.models.weight_sde import ACTIVATIONS, negative_elbo
-from bnnrepro.optim import Adam
+from bnnrepro.optim import Optimizer
 
 METHODS = ("gp", "deep_ensemble", "mfvi")
 """The Hydra method names (config/train/method/*.yaml `name`) this module builds: the toy-regression comparison
@@ -84,7 +84,7 @@ class GaussianProcessRegression(LossMinimiser, FixedArchitectureMethod):
         """Store the training data (x [N, D], y [N, 1]) that the posterior conditions on, in float64."""
         self.x_train, self.y_train = x.detach().double(), y.detach().double()[:, 0]
 
-    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Adam) -> float:
+    def training_step(self, x: torch.Tensor, y: torch.Tensor, num_train: int, optimizer: Optimizer) -> float:
         """One type-II maximum-likelihood step on the whole training set (x, y), then condition on it."""
         value = super().training_step(x, y, num_train, optimizer)
         self.condition_on(x, y)

@@ -144,6 +144,6 @@ def pooled_linear_head(width_multiplier: float, num_classes: int) -> LayerGenera
 
     def head(depth: int) -> nn.Module:
         channels, size = layer_shape(depth, width_multiplier)
-        return nn.Sequential(nn.AvgPool2d(4), nn.Flatten(), nn.Linear(channels * (size // 4), num_classes))
+        return nn.Sequential(nn.AvgPool2d(4), nn.Flatten(), nn.Linear(channels * (size // 4) ** 2, num_classes))
 
     return head

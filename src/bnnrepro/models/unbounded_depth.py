@@ -31,15 +31,19 @@ def linear_head(width: int, out_features: int) -> LayerGenerator:
 
 class UnboundedDepthNetwork(nn.Module):
     """Hidden layers f_1, f_2, ... with heads o_1, o_2, ... (`heads="per_depth"`, the UDN) or one
-    head o shared by every depth (`heads="shared"`, finite networks and DUN)."""
+    head o shared by every depth (`heads="shared"`, finite networks and DUN; every depth's hidden state must then
+    have the shape of depth `shared_head_depth`'s)."""
 
-    def __init__(self, layer: LayerGenerator, head: LayerGenerator, heads: str = "per_depth"):
+    def __init__(
+        self, layer: LayerGenerator, head: LayerGenerator, heads: str = "per_depth", shared_head_depth: int = 1
+    ):
         super().__init__()
         if heads not in ("per_depth", "shared"):
             raise ValueError(f"heads must be 'per_depth' or 'shared', got {heads!r}")
         self.make_layer, self.make_head, self.head_mode = layer, head, heads
         self.layers = nn.ModuleList()
-        self.heads = nn.ModuleList([head(1)] if heads == "shared" else [])
+        # a shared head reads the hidden state of depth `shared_head_depth` (a finite network's L), whose shape it fits
+        self.heads = nn.ModuleList([head(shared_head_depth)] if heads == "shared" else [])
         self.register_buffer("device_anchor", torch.empty(0), persistent=False)  # follows .to(device)
 
     @property
