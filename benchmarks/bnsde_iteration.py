@@ -23,26 +23,20 @@ each torchsde.BrownianInterval is a reference cycle. Before timing, the two solv
 Brownian path (posterior-mean weights; a step of 2^-7, exact in floating point, so that torchsde's own time stepping
 lands on the grid).
 
-Usage: python benchmarks/bnsde_iteration.py [--repeats N] [--forecast-repeats N] [--threads T]
+Usage: python -m benchmarks.bnsde_iteration [--repeats N] [--forecast-repeats N] [--threads T]
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import math
-import os
-import platform
-import statistics
-import time
-from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torchsde
 from omegaconf import OmegaConf
 from torch import nn
 
+from benchmarks.timing import Step, interleaved_medians, machine
 from bnnrepro.artifacts.thesis_bnsde_costs import build_model, row_config, sequences
 from bnnrepro.inference.pac_bayes import mean_log_data_term, pac_complexity
 from bnnrepro.methods.bnsde import BNSDEMethod
@@ -54,7 +48,6 @@ ROW = "E-PAC-Bayes-Hybrid"
 SETTINGS = {"batch 2, S=1": (2, 1), "batch 20, S=4": (20, 4)}  # (sequences, trajectories per sequence)
 LENGTH, DT = 24, 0.01  # Lorenz's training windows and observation spacing
 FORECAST_TRAJECTORIES, FORECAST_STEPS = 21, 1000
-Step = Callable[[], object]
 
 
 class TorchsdeHybrid(nn.Module):
@@ -133,21 +126,6 @@ def agreement(method: BNSDEMethod, wrapper: TorchsdeHybrid, batch: int = 4, step
     return (path - ys).abs().max().item(), (kl - log_ratio.sum(0)).abs().max().item()
 
 
-def interleaved_medians(steps: dict[str, Step], repeats: int) -> dict[str, float]:
-    """Median seconds of each step, run in turns (the order alternating each round) after one warm-up each."""
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for step in steps.values():
-        step()
-        gc.collect(1)
-    for round_ in range(repeats):
-        for name in list(steps)[:: 1 if round_ % 2 == 0 else -1]:
-            started = time.perf_counter()
-            steps[name]()
-            times[name].append(time.perf_counter() - started)
-            gc.collect(1)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def iteration_steps(batch: int, samples: int) -> dict[str, Step]:
     method = model(samples)
     wrapper = TorchsdeHybrid(method.sde)
@@ -196,16 +174,6 @@ def forecast_steps() -> dict[str, Step]:
         return torchsde.sdeint(wrapper, h0, x[0, :, -1], method="euler", dt=DT)
 
     return {"ours": ours, "torchsde": plain_torchsde}
-
-
-def machine() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    names = [
-        line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
-    ]
-    model_name = names[0] if names else platform.processor() or platform.machine()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model_name}, {os.cpu_count()} cores ({usable} usable), load average {os.getloadavg()[0]:.1f} at start"
 
 
 def main() -> None:

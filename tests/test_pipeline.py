@@ -28,6 +28,7 @@ from tests.conftest import OFFLINE, copy_project, run
 pytestmark = pytest.mark.slow
 
 REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "udn/fig6"} | {
+    "udn/fig4", "udn/fig7", "udn/fig8", "udn/table2",
     "sdebnn/fig1", "sdebnn/fig2", "sdebnn/fig3", "sdebnn/fig4", "sdebnn/fig8", "sdebnn/fig10",
     "sdebnn/fig5", "sdebnn/fig13", "sdebnn/fig14", "sdebnn/fig15",
     "sdebnn/fig6a", "sdebnn/fig6b", "sdebnn/fig7", "sdebnn/fig9", "sdebnn/fig11", "sdebnn/fig12",
@@ -157,7 +158,10 @@ def test_a_changed_study_config_reruns_only_what_depends_on_it(built: Path) -> N
 @pytest.mark.parametrize(
     ("config_file", "retrained", "regenerated"),
     [
-        ("config/train/method/finite.yaml", 4, 0),  # the finite_3 runs of udn_spirals: 2 omegas x 2 learning rates
+        # the finite runs: udn_spirals' finite_3 at 2 omegas x 2 learning rates, udn_uci's f2 and udn_images' finite_5
+        ("config/train/method/finite.yaml", 6, 0),
+        # every depth network (method files nest it): 10 of udn_spirals, 2 of udn_uci, 4 of udn_images
+        ("config/train/depth_generator/default.yaml", 16, 0),
         # every run of sdebnn_toy (7 models and the Laplace row), and its one data instance (seed=0), whose data keys
         # default to that file's values
         ("config/train/dataset/sdebnn_toy.yaml", 8, 1),

@@ -36,6 +36,9 @@ def test_each_runs_files_are_the_options_hydra_composes(study: str) -> None:
         protocol = choices.get("protocol")
         assert (f"config/train/protocol/{protocol}.yaml" in files) == (protocol is not None), files
         assert files[0] == "config/train/config.yaml"
+        nested = {g.partition("@")[0]: o for g, o in choices.items() if "@" in g and not g.startswith("hydra/")}
+        for group, option in nested.items():  # options a method file nests (method.generator's depth_generator)
+            assert f"config/train/{group}/{option}.yaml" in files, (group, files)
 
 
 def test_an_unknown_option_names_the_group_and_the_known_options() -> None:

@@ -52,13 +52,22 @@ def default_options() -> dict[str, str]:
 
 
 def option_files(group: str, option: str) -> list[Path]:
-    """config/train/<group>/<option>.yaml and the files of the same group its defaults list extends, in order."""
+    """config/train/<group>/<option>.yaml and the files its defaults list includes, in order: options of the same
+    group it extends ("sdebnn") and options of other groups it nests ({"/depth_generator@generator": "default"})."""
     path = train_config_dir() / group / f"{option}.yaml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
         raise FileNotFoundError(f"{group}={option}: there is no config/train/{group}/{option}.yaml; known: {known}")
-    parents = [entry for entry in (read_config_file(path) or {}).get("defaults", []) if entry != "_self_"]
-    return [path, *(p for parent in parents if isinstance(parent, str) for p in option_files(group, parent))]
+    files = [path]
+    for entry in (read_config_file(path) or {}).get("defaults", []):
+        if isinstance(entry, str) and entry != "_self_":
+            files += option_files(group, entry)
+        elif isinstance(entry, dict):
+            for key, nested in entry.items():
+                nested_group = key.partition("@")[0]
+                nested_group = nested_group[1:] if nested_group.startswith("/") else f"{group}/{nested_group}"
+                files += option_files(nested_group, nested)
+    return files
 
 
 def composed_files(overrides: list[str], groups: tuple[str, ...] = GROUPS) -> list[str]:
