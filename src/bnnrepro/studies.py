@@ -111,6 +111,13 @@ class Study:
                 runs.setdefault(run.id, run)
         return list(runs.values())
 
+    def grid_values(self, scale: str, key: str) -> list:
+        """The distinct values, sorted, that the runs at `scale` take for a grid key ('seed', 'dataset', 'method' or
+        a Hydra key such as 'train.epochs'); a run whose grid lacks the key contributes nothing."""
+        named = {"seed": lambda r: r.seed, "dataset": lambda r: r.dataset, "method": lambda r: r.method}
+        value = named.get(key, lambda r: dict(r.hparams).get(key))
+        return sorted({value(run) for run in self.runs(scale)} - {None})
+
     def overrides(self, run: Run, real_data: Collection[str] | str = ()) -> list[str]:
         """Hydra overrides of a run (besides scale, device and run folder, which the workflow adds); `real_data`:
         the downloads read as real data below the `paper` scale (`registry.uses_real_data`)."""

@@ -156,7 +156,7 @@ def ratio(summary: pd.DataFrame, numerator: str, denominator: str) -> float:
 
 def setting_note(scale: str) -> str:
     """What the runs at `scale` share, and how that differs from the paper's MNIST runs."""
-    runs = load_study(STUDY).runs(scale)
+    steps = load_study(STUDY).grid_values(scale, "method.solver.num_steps")
     epochs = OmegaConf.load(train_config_dir() / "protocol" / f"mnist_{scale}.yaml").train.epochs
     note = (
         f"{scale} scale: {epochs} epoch(s) (paper {PAPER_EPOCHS}), one seed (not stated), curves at the "
@@ -168,7 +168,7 @@ def setting_note(scale: str) -> str:
     return note + (
         f" Offline MNIST stand-in (scikit-learn digits at 28x28), the first {subset.train} training and "
         f"{subset.test} test images; tiny model: f_x width 8 (paper 32), f_w 1-16-1 (paper 1-64-1); step counts "
-        f"{'/'.join(str(n) for n in sorted({dict(r.hparams)['method.solver.num_steps'] for r in runs}))} "
+        f"{'/'.join(map(str, steps))} "
         "(paper 20). Timings on CPU, one thread per run, two runs at a time on cores shared with other jobs (noisy); "
         "numbers are not the paper's."
     )

@@ -33,10 +33,9 @@ def table_row(method: str) -> str:
 
 def scale_note(scale: str) -> str:
     """How the runs at this scale differ from the paper's (width 1.0, 500 epochs, 3 runs, the real CIFAR-10)."""
-    runs = load_study(STUDY).runs(scale)
-    widths = sorted({dict(r.hparams)["method.generator.width_multiplier"] for r in runs})
-    epochs = sorted({dict(r.hparams)["train.epochs"] for r in runs})
-    seeds = sorted({r.seed for r in runs})
+    study = load_study(STUDY)
+    widths = study.grid_values(scale, "method.generator.width_multiplier")
+    epochs, seeds = study.grid_values(scale, "train.epochs"), study.grid_values(scale, "seed")
     return (
         f"{scale} scale: width multiplier {', '.join(map(str, widths))} (paper 1.0), {', '.join(map(str, epochs))} "
         f"epochs (paper 500; the learning-rate schedule shrinks in proportion), seeds {seeds} (paper 3 runs). "

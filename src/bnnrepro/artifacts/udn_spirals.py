@@ -32,10 +32,9 @@ def method_label(method: str) -> str:
 
 def scale_note(scale: str) -> str:
     """How the runs at this scale differ from the paper's (5 seeds, 17 omegas, 4000 epochs)."""
-    runs = load_study(STUDY).runs(scale)
+    study = load_study(STUDY)
     protocol = OmegaConf.load(train_config_dir() / "protocol" / f"spirals_{scale}.yaml")
-    omegas = sorted({dict(r.hparams)["dataset.omega"] for r in runs})
-    seeds = sorted({r.seed for r in runs})
+    omegas, seeds = study.grid_values(scale, "dataset.omega"), study.grid_values(scale, "seed")
     return (
         f"{scale} scale: {protocol.train.epochs} epochs (paper 4000), omega in {omegas}, seeds {seeds}, "
         f"1024 points per split, width 32, batch 256; lambda learning rate = {protocol.optim.depth_lr_ratio} x "

@@ -29,12 +29,11 @@ def model_label(method: str) -> str:
 
 def scale_note(scale: str) -> str:
     """How the runs at this scale differ from the paper's (9 sets x 10 splits, 1000 epochs)."""
-    runs = load_study(STUDY).runs(scale)
-    hparams = [dict(r.hparams) for r in runs]
-    sets = [d for d in DATASET_ORDER if any(dataset_label(r.dataset) == d for r in runs)]
-    splits = sorted({h["dataset.split"] for h in hparams})
-    epochs = sorted({h["train.epochs"] for h in hparams})
-    models = ", ".join(sorted({r.method for r in runs}))
+    study = load_study(STUDY)
+    present = {dataset_label(d) for d in study.grid_values(scale, "dataset")}
+    sets = [d for d in DATASET_ORDER if d in present]
+    splits, epochs = study.grid_values(scale, "dataset.split"), study.grid_values(scale, "train.epochs")
+    models = ", ".join(study.grid_values(scale, "method"))
     return (
         f"{scale} scale: sets {', '.join(sets)}; splits {splits}; models {models}; "
         f"{', '.join(map(str, epochs))} epochs (the authors' code: 1000). Test RMSE in the targets' original units "
