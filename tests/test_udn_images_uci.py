@@ -4,12 +4,17 @@ App. B.4): grown UDN vs finite net, BatchNorm statistics at evaluation, RMSE uni
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from omegaconf import OmegaConf
 
+from bnnrepro.artifacts import udn_images
+from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.registry import catalog_entry
 from bnnrepro.data.images import class_labels
 from bnnrepro.data.spec import DataSpec
+from bnnrepro.fidelity import claims
 from bnnrepro.inference.depth_posteriors import FixedDepth, PointMassPrior, ShiftedPoissonPrior, TruncatedPoisson
 from bnnrepro.methods import depth_networks
 from bnnrepro.methods.depth_networks import DepthNetworkMethod
@@ -199,3 +204,71 @@ def test_class_names_and_unknown_class_names():
     with pytest.raises(ValueError, match=r"unknown class 'kitten'.*airplane, automobile"):
         class_labels(["kitten", "dog"], names)
     assert np.array_equal(class_labels(["cat", "dog"], names), [3, 5])
+
+
+# --- artifacts and claims -----------------------------------------------------------------------------------
+
+
+def tidy_metrics(tmp_path, study: str, rows: list[tuple[str, str, int, str, float]]) -> ArtifactContext:
+    """A tidy metrics CSV of (method, dataset, split, metric, value) rows."""
+    frame = pd.DataFrame([
+        {"study": study, "run": f"{m}/{d}/{s}", "method": m, "dataset": d, "seed": 0, "standin": False, "split": s,
+         "metric": metric, "value": value}
+        for m, d, s, metric, value in rows
+    ])  # fmt: skip
+    path = tmp_path / "metrics.csv"
+    frame.to_csv(path, index=False)
+    return ArtifactContext(study, "paper", path)
+
+
+def uci_rows(depths: dict[str, float], rmse: dict[tuple[str, str], float]) -> list:
+    rows = [("udn", f"uci_{d}", s, "expected_depth", v + 0.01 * s) for d, v in depths.items() for s in (0, 1)]
+    rows += [(m, f"uci_{d}", s, "test_rmse_original", v * (1 + 0.01 * s)) for (m, d), v in rmse.items() for s in (0, 1)]
+    return rows
+
+
+def test_uci_claims_hold_and_fail_on_constructed_results(tmp_path):
+    """Fig. 8's claims: E_q[l] < 2 on the five easy sets, more layers on the hard ones, the UDN competitive."""
+    shown = tidy_metrics(tmp_path, "udn_uci", uci_rows(
+        {"yacht": 1.6, "boston": 1.8, "wine": 2.6},
+        {("udn", "yacht"): 1.0, ("f2", "yacht"): 1.0, ("udn", "wine"): 0.62, ("f2", "wine"): 0.64},
+    ))  # fmt: skip
+    assert claims.udn_shallow_on_easy_uci(shown).holds
+    assert claims.udn_deeper_on_hard_uci(shown).holds
+    assert claims.udn_competitive_on_uci(shown).holds
+    contradicted = tidy_metrics(tmp_path, "udn_uci", uci_rows(
+        {"yacht": 2.4, "boston": 1.8, "wine": 1.7},
+        {("udn", "yacht"): 1.5, ("f2", "yacht"): 1.0, ("udn", "wine"): 0.62, ("f2", "wine"): 0.64},
+    ))  # fmt: skip
+    assert claims.udn_shallow_on_easy_uci(contradicted).holds is False
+    assert claims.udn_deeper_on_hard_uci(contradicted).holds is False
+    assert claims.udn_competitive_on_uci(contradicted).holds is False
+
+
+def test_cifar_claims_on_constructed_results(tmp_path):
+    rows = [("udn@deer_car", "cifar10", 0, "last_expected_depth", 2.0), ("udn@cat_dog", "cifar10", 0,
+            "last_expected_depth", 4.0), ("udn", "cifar10", 0, "last_expected_depth", 9.0)]  # fmt: skip
+    rows += [(m, "cifar10", 0, "test_accuracy", a) for m, a in
+             (("udn@deer_car", 0.985), ("udn@cat_dog", 0.87), ("udn", 0.945), ("finite_5", 0.917),
+              ("finite_15", 0.94), ("finite_30", 0.939))]  # fmt: skip
+    context = tidy_metrics(tmp_path, "udn_images", rows)
+    assert claims.udn_deepens_with_task_difficulty(context).holds
+    assert claims.udn_subset_accuracies(context).holds
+    assert claims.udn_best_on_cifar(context).holds
+    rows = [r if r[0] != "udn@cat_dog" else (r[0], r[1], r[2], r[3], 1.0 if r[3] == "last_expected_depth" else 0.6)
+            for r in rows]  # fmt: skip
+    worse = tidy_metrics(tmp_path, "udn_images", rows + [("finite_5", "cifar10", 1, "test_accuracy", 0.99)])
+    assert claims.udn_deepens_with_task_difficulty(worse).holds is False
+    assert claims.udn_subset_accuracies(worse).holds is False
+    assert claims.udn_best_on_cifar(worse).holds is False  # finite_5 (L = 5) now the best and above the UDN
+
+
+def test_table2_rows_are_the_papers_and_the_pmf_is_the_truncated_poisson():
+    """Table 2's rows name ResNet-3L (the catalog's row names); q(l) at lambda = 1 is (0.375, 0.375, 0.1875,
+    0.0625): lambda^(l-1)/(l-1)! over l = 1..4, the support m = 4 of TP(0.95)."""
+    published = {v["row"] for v in catalog_entry("udn/table2")["published"]["values"]}
+    ours = {udn_images.table_row(m) for m in ("udn", "finite_5", "finite_8", "finite_10", "finite_15", "finite_20",
+                                               "finite_30")}  # fmt: skip
+    assert ours <= published
+    pmf = udn_images.depth_log_pmf(1.0).exp().numpy()
+    np.testing.assert_allclose(pmf, [0.375, 0.375, 0.1875, 0.0625], rtol=1e-5)

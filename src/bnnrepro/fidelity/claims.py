@@ -190,7 +190,7 @@ def udn_deepens_with_task_difficulty(context: ArtifactContext) -> Outcome:
     _require(all(m in depth.index for m in order), "UDN runs on both pairs and the full set")
     values = [depth[m] for m in order]
     listed = ", ".join(f"{m} {v:.2f}" for m, v in zip(order, values, strict=True))
-    return Outcome(values[0] < values[1] < values[2], f"mean final E_q[l]: {listed}")
+    return Outcome(bool(values[0] < values[1] < values[2]), f"mean final E_q[l]: {listed}")
 
 
 @claim("udn/fig4", "Test accuracy 99% (deer vs car), 88% (cat vs dog), 94% (CIFAR-10).")
