@@ -18,7 +18,11 @@ from bnnrepro.studies import load_study
 STUDY = "udn_images"
 SUBSETS = {"udn@deer_car": "deer vs car", "udn@cat_dog": "cat vs dog", "udn": "CIFAR-10"}
 """Fig. 4's three posteriors: the easy pair, the hard pair and the full set (the UDN at lambda_0 = 5)."""
-SUBSET_STYLE = {"deer vs car": ("tab:blue", "o"), "cat vs dog": ("tab:orange", "s"), "CIFAR-10": ("tab:green", "D")}
+SUBSET_STYLE = {  # colour, marker, line: equal posteriors stay visible on top of each other
+    "deer vs car": ("tab:blue", "o", "-"),
+    "cat vs dog": ("tab:orange", "s", "--"),
+    "CIFAR-10": ("tab:green", "D", ":"),
+}
 INITIALISATIONS = ("udn@lambda1", "udn", "udn@lambda10", "udn@lambda20")
 """Fig. 7's runs: the UDN on full CIFAR-10 from lambda_0 = 1, 5 (the paper's), 10 and 20."""
 
@@ -57,12 +61,13 @@ def posterior_on_subsets(context: ArtifactContext) -> Figure:
     accuracy = context.metric("test_accuracy").groupby("method")["value"].mean()
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for method, label in SUBSETS.items():
-        colour, marker = SUBSET_STYLE[label]
+        colour, marker, line = SUBSET_STYLE[label]
         runs = rates[rates["method"] == method]
         for i, rate in enumerate(runs["value"]):
             pmf = depth_log_pmf(float(rate)).exp().numpy()
             legend = f"{label} (accuracy {100 * accuracy[method]:.1f}%)" if i == 0 else None
-            ax.plot(np.arange(1, len(pmf) + 1), pmf, color=colour, marker=marker, markersize=4, label=legend)
+            ax.plot(np.arange(1, len(pmf) + 1), pmf, color=colour, marker=marker, markersize=4, linestyle=line,
+                    fillstyle="none", label=legend)  # fmt: skip
     ax.set(xlabel="depth ℓ (ResNet-3ℓ)", ylabel="q(ℓ)")
     ax.legend()
     fig.tight_layout()
