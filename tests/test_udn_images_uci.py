@@ -272,3 +272,17 @@ def test_table2_rows_are_the_papers_and_the_pmf_is_the_truncated_poisson():
     assert ours <= published
     pmf = udn_images.depth_log_pmf(1.0).exp().numpy()
     np.testing.assert_allclose(pmf, [0.375, 0.375, 0.1875, 0.0625], rtol=1e-5)
+
+
+def test_fit_posterior_leaves_layers_beyond_the_support_alone():
+    """A layer beyond the support of q(l) (grown when lambda was larger) keeps its BatchNorm statistics, however few
+    batches they saw: the evaluation never reaches it, and it resumes from them if the support grows back."""
+    udn = resnet_method(TruncatedPoisson(1.0), ShiftedPoissonPrior(1.0))
+    support = udn.depth_posterior.max_depth()
+    udn.network.grow_to(support + 2)
+    x, _ = images()
+    train_batch_norms(udn, x, steps=2)  # every layer has seen 2 batches only: all stale
+    beyond = {k: v.clone() for k, v in udn.network.state_dict().items() if k.startswith(f"layers.{support}.")}
+    udn.fit_posterior(x, None)
+    for key, value in beyond.items():
+        torch.testing.assert_close(udn.network.state_dict()[key], value, rtol=0, atol=0)

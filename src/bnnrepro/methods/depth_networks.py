@@ -100,9 +100,9 @@ class DepthNetworkMethod(LossMinimiser):
         """Estimate on training inputs the BatchNorm statistics of layers still near their initial values: Algorithm
         1 grows the network before an evaluation too, and a layer created a few steps ago has seen too few batches
         for its running averages (`stale_batch_norms`). Layers beyond the support of q(l) are never evaluated."""
-        stale = stale_batch_norms(self.network)
+        _, depths = self._support()
+        stale = stale_batch_norms(self.network.layers[: max(depths)])  # layers beyond the support keep theirs
         if stale:
-            _, depths = self._support()
             x = x_train[:BATCH_NORM_EXAMPLES]
             refresh_batch_norm_statistics(self.network, lambda batch: self.network(batch, depths), stale, x, 256)
 
