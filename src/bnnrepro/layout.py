@@ -84,6 +84,11 @@ def run_id(method: str, dataset: str, hparams: str, seed: int) -> str:
     return f"{method}/{dataset}/{hparams}/seed={seed}"
 
 
+def run_method(run_id: str) -> str:
+    """The method variant of a run id (`run_id`'s first part)."""
+    return run_id.split("/", 1)[0]
+
+
 def run_folder(scale: str = "{scale}", study: str = "{study}", run: str = "{run}") -> str:
     return f"{study_folder(scale, study)}/{RUNS}/{run}"
 

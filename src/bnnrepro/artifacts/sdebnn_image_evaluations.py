@@ -23,7 +23,7 @@ from bnnrepro.artifacts.registry import figure
 from bnnrepro.artifacts.sdebnn_images import MODEL_LABELS, STUDY, scale_note
 from bnnrepro.evaluations.declarations import declared_evaluations
 from bnnrepro.evaluations.image_classification import sweep_settings
-from bnnrepro.layout import evaluation_file
+from bnnrepro.layout import evaluation_file, run_method
 from bnnrepro.metrics import corruption_errors
 from bnnrepro.models.weight_sde_solver import SolverSettings
 from bnnrepro.studies import load_study
@@ -46,7 +46,7 @@ def eval_file(evaluation: str) -> str:
 
 def _model(run_id: str) -> str:
     """'sdebnn@cifar10_tiny/cifar10/lr=0.0007+num_steps=4/seed=0' -> 'sdebnn'."""
-    return run_id.split("/")[0].partition("@")[0]
+    return run_method(run_id).partition("@")[0]
 
 
 def _seeds(scale: str, model: str) -> list[int]:

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
-from bnnrepro.layout import evaluation_file
+from bnnrepro.layout import evaluation_file, run_method
 from bnnrepro.paths import train_config_dir
 from bnnrepro.studies import load_study
 
@@ -45,7 +45,7 @@ def fig4_note(scale: str) -> str:
 
 
 def _runs(context: ArtifactContext, method: str) -> dict[str, dict[str, np.ndarray]]:
-    runs = {run_id: arrays for run_id, arrays in context.run_arrays().items() if run_id.split("/")[0] == method}
+    runs = {run_id: arrays for run_id, arrays in context.run_arrays().items() if run_method(run_id) == method}
     if not runs:
         raise ValueError(f"study {context.study}: no evaluated run of method {method!r}")
     return runs

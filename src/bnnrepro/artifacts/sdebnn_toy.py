@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure, table
-from bnnrepro.layout import RUN_CONFIG, evaluation_file
+from bnnrepro.layout import RUN_CONFIG, evaluation_file, run_method
 from bnnrepro.methods import METHOD_FAMILIES
 from bnnrepro.paths import train_config_dir
 
@@ -32,7 +32,7 @@ def toy_note(scale: str) -> str:
 
 def _run(context: ArtifactContext, method: str) -> dict[str, np.ndarray]:
     """The evaluation arrays of the (first seed's) run of `method`."""
-    runs = {run_id: arrays for run_id, arrays in context.run_arrays().items() if run_id.split("/")[0] == method}
+    runs = {run_id: arrays for run_id, arrays in context.run_arrays().items() if run_method(run_id) == method}
     if not runs:
         raise ValueError(f"study {context.study}: no evaluated run of method {method!r}")
     return runs[min(runs)]
@@ -197,7 +197,7 @@ def hyperparameters(context: ArtifactContext) -> pd.DataFrame:
     """Table 2 rendered from the resolved configs of the runs (config.yaml), so it cannot drift from them."""
     rows = {}
     for run_id, config in sorted(context.run_configs().items()):
-        method = run_id.split("/")[0]
+        method = run_method(run_id)
         column = DATASET_COLUMNS.get(config["dataset"]["name"], config["dataset"]["name"])
         for name, read in HYPERPARAMETERS.items():
             value = read(config)

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure, table
 from bnnrepro.inference.depth_posteriors import TruncatedPoisson, expected_depth
-from bnnrepro.layout import RUN_METRICS
+from bnnrepro.layout import RUN_METRICS, run_method
 from bnnrepro.studies import load_study
 
 STUDY = "udn_images"
@@ -91,7 +91,7 @@ def depth_trajectories(context: ArtifactContext) -> pd.DataFrame:
     study, frames = load_study(STUDY), []
     for run_id, result in context.run_results().items():
         history = pd.DataFrame(result["history"])[["epoch", "expected_depth"]]
-        method = run_id.split("/")[0]  # the run id's first part (bnnrepro.layout.run_id)
+        method = run_method(run_id)
         history["lambda_0"] = float(study.variant_overrides(method)["method.depth_posterior.initial_rate"])
         frames.append(history)
     return pd.concat(frames, ignore_index=True)

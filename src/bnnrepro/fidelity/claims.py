@@ -20,6 +20,7 @@ from bnnrepro.artifacts.sdebnn_latent import variance_ratios_to_stl
 from bnnrepro.artifacts.udn_images import depth_log_pmf, depth_trajectories
 from bnnrepro.artifacts.udn_spirals import theorem_bound_gaps
 from bnnrepro.inference.depth_posteriors import expected_depth
+from bnnrepro.layout import run_method
 
 
 @dataclass(frozen=True)
@@ -357,7 +358,7 @@ DIP = (-0.7, -0.5)  # where the non-monotonic toy data dip (x), the feature a to
 def _fits_the_dip(context: ArtifactContext, method: str) -> Outcome:
     """Holds when the posterior predictive median's mean absolute error at the training points in the dip is at
     most twice its mean absolute error at the other training points (the dip fitted about as well as the rest)."""
-    runs = {run: arrays for run, arrays in context.run_arrays().items() if run.split("/")[0] == method}
+    runs = {run: arrays for run, arrays in context.run_arrays().items() if run_method(run) == method}
     _require(bool(runs), f"evaluated {method} run")
     arrays = runs[min(runs)]
     x, y = arrays["x_train"][:, 0], arrays["y_train"][:, 0]
