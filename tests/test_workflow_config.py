@@ -153,3 +153,16 @@ def test_a_studys_overrides_compose_once_until_a_file_they_read_changes(
     method.write_text(method.read_text() + "\n# an edit\n")
     studies.check_overrides(study, cache)
     assert len(composed) == 2
+
+
+def test_a_grid_seeded_by_its_splits_gives_each_split_its_own_seed() -> None:
+    runs = load_study("udn_uci").runs("paper")
+    pairs = {(dict(run.hparams)["dataset.split"], run.seed) for run in runs}
+    assert pairs == {(split, split) for split in range(10)}
+    assert len(runs) == 6 * 9 * 10  # models x sets x splits, not x seeds as well
+
+
+def test_a_seed_same_as_a_key_the_grid_does_not_vary_is_named(project: Path) -> None:
+    edit_study(project, lambda s: s["grids"]["lr_0.01"].update({"seed": {"same_as": "dataset.split"}}))
+    message = dry_run_error(project, "scale=smoke")
+    assert "grids.lr_0.01.seed is the same as 'dataset.split', which the grid does not vary; name one of:" in message

@@ -75,6 +75,9 @@ class Run:
         return data_path(self.dataset, values, self.seed)
 
 
+SEED_SAME_AS = "same_as"
+"""A grid's `seed: {same_as: <grid key>}`: each run's seed is its value of that key (the UDN's UCI runs seed by split)."""
+
 OWN = "own"
 """The `paper` of a study of your own: it belongs to none of the five works and gets a report section of its own."""
 
@@ -101,15 +104,20 @@ class Study:
     def runs(self, scale: str) -> list[Run]:
         """Every run of the study at `scale`, without duplicates, in grid order."""
         runs: dict[str, Run] = {}
-        for grid_name, grid in self.grids.items():
-            grid = {**grid, **self.scales.get(scale, {}).get(grid_name, {})}
-            keys = list(grid)
+        for grid in self.scale_grids(scale).values():
+            seeds = grid["seed"]
+            keys = [k for k in grid if k != "seed" or not isinstance(seeds, Mapping)]
             for values in itertools.product(*(grid[k] for k in keys)):
                 point = dict(zip(keys, values, strict=True))
+                seed = point[seeds[SEED_SAME_AS]] if isinstance(seeds, Mapping) else point["seed"]
                 hparams = tuple((k, v) for k, v in point.items() if k not in ("method", "dataset", "seed"))
-                run = Run(self.name, scale, point["method"], point["dataset"], int(point["seed"]), hparams)
+                run = Run(self.name, scale, point["method"], point["dataset"], int(seed), hparams)
                 runs.setdefault(run.id, run)
         return list(runs.values())
+
+    def scale_grids(self, scale: str) -> dict[str, dict]:
+        """The grids at `scale`: each paper grid with the values its `scales` entry replaces."""
+        return {name: {**grid, **self.scales.get(scale, {}).get(name, {})} for name, grid in self.grids.items()}
 
     def grid_values(self, scale: str, key: str) -> list:
         """The distinct values, sorted, that the runs at `scale` take for a grid key ('seed', 'dataset', 'method' or
@@ -184,6 +192,13 @@ def _check(study: Study, path: Path) -> None:
                     f"{path}: scales.{scale}.{grid_name} sets {sorted(extra)}, which the grid does not vary"
                 )
     for scale in SCALES:
+        for grid_name, grid in study.scale_grids(scale).items():
+            seeds = grid["seed"]
+            if isinstance(seeds, Mapping) and seeds[SEED_SAME_AS] not in set(grid) - {"seed"}:
+                raise StudyError(
+                    f"{path}: grids.{grid_name}.seed is the same as {seeds[SEED_SAME_AS]!r}, which the grid does not "
+                    f"vary; name one of: {', '.join(k for k in grid if k != 'seed')}"
+                )
         for run in study.runs(scale):
             if run.method not in study.method_variants:
                 raise StudyError(
