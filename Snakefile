@@ -37,11 +37,13 @@ localrules:
     record_timestamps,
 
 
+# Every result file is an input of `all`, not only the report: Snakemake remakes a missing file only where a job
+# needs it, and a report newer than its inputs needs nothing, so a deleted run, CSV, figure or data file would stay
+# deleted while the report showed it. As a target of `all`, it is rebuilt, and whatever reads it after it.
 rule all:
     default_target: True
     input:
-        rules.report.output.pdf,
-        prepared_datasets(),
+        result_files(),
         rules.record_timestamps.output.timestamps,
 
 

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -186,6 +188,67 @@ def test_an_edited_train_config_reruns_exactly_the_runs_that_compose_it(
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert jobs["train"] == retrained
     assert jobs.get("generate_data", 0) == regenerated
+
+
+SPIRALS_RUN = "results/smoke/udn_spirals/runs/udn/spirals/omega=2+lr=0.01/seed=0"
+
+
+@contextmanager
+def set_aside(path: Path) -> Iterator[Path]:
+    """Move `path` away for the block (the test deletes or damages it), then put it back as it was, time included."""
+    kept = path.with_name(f".kept-{path.name}")
+    shutil.copy2(path, kept)
+    try:
+        yield path
+    finally:
+        os.replace(kept, path)
+
+
+@pytest.mark.parametrize(
+    ("deleted", "rebuilt"),
+    [
+        (f"{SPIRALS_RUN}/metrics.json", {"train": 1, "aggregate": 1}),
+        ("results/smoke/udn_spirals/metrics.csv", {"aggregate": 1}),
+        ("reports/figures/udn_fig3a.png", {"figure": 1}),
+        ("results/data/spirals/omega=2+seed=0.npz", {"generate_data": 1, "train": 5}),
+    ],
+    ids=["run-metrics", "study-csv", "figure", "data"],
+)
+def test_a_deleted_result_is_rebuilt_with_what_reads_it(built: Path, deleted: str, rebuilt: dict[str, int]) -> None:
+    """Snakemake remakes a missing file only where a job that runs needs it: the report, newer than everything, needs
+    nothing, so each result is an input of `all` and a deleted one is planned again, then the report."""
+    with set_aside(built / deleted) as path:
+        path.unlink()
+        jobs = scheduled_jobs(run(["snakemake", "-n"], built).stdout)
+    assert {rule: jobs.get(rule, 0) for rule in rebuilt} == rebuilt
+    assert jobs["report"] == 1 and jobs["record_timestamps"] == 1
+
+
+def test_a_truncated_data_file_stops_the_run_before_any_job(built: Path) -> None:
+    """Its newer time would rerun the five runs that read it, deleting their results, only for each to fail on it."""
+    data = "results/data/spirals/omega=2+seed=0.npz"
+    with set_aside(built / data) as path:
+        path.write_bytes(path.read_bytes()[:300])
+        result = run(["snakemake", "--cores", "1"], built, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"{data}: not a readable prepared dataset" in output and f"rm '{data}'" in output
+    assert "rule train" not in output and (built / SPIRALS_RUN / "metrics.json").is_file()
+
+
+@pytest.mark.parametrize("damaged", ["metrics.json", "checkpoint.pt"])
+def test_a_truncated_run_result_is_named_with_its_fix(built: Path, tmp_path: Path, damaged: str) -> None:
+    """The aggregation names a truncated metrics.json; the record that DVC pushes refuses a truncated checkpoint.
+    (In a copy: Snakemake deletes the outputs of the jobs that fail.)"""
+    project = tmp_path / "project"
+    shutil.copytree(built, project, symlinks=True)
+    path = project / SPIRALS_RUN / damaged
+    path.write_bytes(path.read_bytes()[:-40])
+    result = run(["snakemake", "--cores", "1", "--keep-going"], project, check=False)
+    logs = "".join(log.read_text() for log in (project / "logs").rglob("*.log"))
+    assert result.returncode != 0
+    message = f"{SPIRALS_RUN}/{damaged}: not a readable"
+    assert message in result.stdout + result.stderr + logs and "rerun snakemake" in result.stdout + result.stderr + logs
 
 
 def test_snakemake_html_report_builds(built: Path) -> None:

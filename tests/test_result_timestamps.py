@@ -4,23 +4,39 @@ changed or missing files are left for Snakemake to judge."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
+from bnnrepro.files import UnreadableFileError
 from bnnrepro.result_timestamps import load, record, restore
 
-FILES = ["data.npz", "runs/a/metrics.json", "runs/b/metrics.json", "metrics.csv", "report.pdf"]
+FILES = ["data.npz", "runs/a/metrics.json", "runs/b/metrics.json", "runs/b/checkpoint.pt", "metrics.csv", "report.pdf"]
 MANIFEST = Path("timestamps.json")
+
+
+def write_result(path: Path) -> None:
+    """A small file of the result's kind (record checks archives and JSON before it records them)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".npz":
+        np.savez(path, x=np.arange(10))
+    elif path.suffix == ".pt":
+        torch.save({"model": {"w": torch.ones(3)}}, path)
+    elif path.suffix == ".json":
+        path.write_text(json.dumps({"name": path.name}))
+    else:
+        path.write_text(f"content of {path.name}")
 
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """Files written in pipeline order, one second apart, then recorded."""
     for i, name in enumerate(FILES):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(f"content of {name}")
+        write_result(tmp_path / name)
         os.utime(tmp_path / name, ns=(0, (1_000 + i) * 10**9))
     record(FILES, MANIFEST, tmp_path)
     return tmp_path
@@ -39,8 +55,17 @@ def checkout_in_reverse(root: Path) -> None:
 def test_record_lists_files_oldest_first_with_their_checksums(tree: Path) -> None:
     recorded = load(tree / MANIFEST)
     assert [f.path for f in recorded] == FILES
-    assert recorded[0].md5 == hashlib.md5(b"content of data.npz").hexdigest()
-    assert recorded[1].size == len("content of runs/a/metrics.json")
+    assert recorded[0].md5 == hashlib.md5((tree / "data.npz").read_bytes()).hexdigest()
+    assert recorded[1].size == (tree / "runs/a/metrics.json").stat().st_size
+
+
+@pytest.mark.parametrize("name", ["data.npz", "runs/a/metrics.json", "runs/b/checkpoint.pt"])
+def test_a_truncated_result_is_named_and_not_recorded(tree: Path, name: str) -> None:
+    before = (tree / MANIFEST).read_text()
+    (tree / name).write_bytes((tree / name).read_bytes()[:-20])
+    with pytest.raises(UnreadableFileError, match=f"{name}: not a readable .*Delete it .* and rerun snakemake"):
+        record(FILES, MANIFEST, tree)
+    assert (tree / MANIFEST).read_text() == before
 
 
 def test_a_shuffled_checkout_gets_the_recorded_order_back(tree: Path) -> None:

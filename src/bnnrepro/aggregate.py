@@ -6,14 +6,13 @@ short name, e.g. `omega`, `lr`), metric, value. One row per run and metric.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from bnnrepro import layout
-from bnnrepro.files import write_atomic
+from bnnrepro.files import RUN_RESULT, read_json, write_atomic
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.studies import Run, load_study
 
@@ -24,7 +23,7 @@ def tidy_metrics(study_name: str, scale: str, root: Path = Path(), runs: list[Ru
     study = load_study(study_name)
     rows = []
     for run in study.runs(scale) if runs is None else runs:
-        result = json.loads((root / run.file(layout.RUN_METRICS)).read_text())
+        result = read_json(root / run.file(layout.RUN_METRICS), RUN_RESULT)
         base = {
             "study": study.name, "run": run.id, "method": run.method, "dataset": run.dataset,
             "hparams": run.hparam_slug, "seed": run.seed, "standin": result["standin"],

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnnrepro.files import write_atomic
+from bnnrepro.result_checks import verify_result
 
 RESTORED_SPACING_NS = 1000  # restored files are 1 microsecond apart, in recorded order
 
@@ -41,7 +42,8 @@ def file_md5(path: Path) -> str:
 
 def record(files: list[str], manifest: Path, root: Path = Path()) -> int:
     """Write the size, modification time and md5 of `files` (paths relative to `root`), oldest first;
-    return their number. The md5 of a file whose size and time equal the previous record is reused."""
+    return their number. The md5 of a file whose size and time equal the previous record is reused; any other file
+    is checked first (`verify_result`), so that a corrupt result is never recorded."""
     manifest = root / manifest
     previous = {f.path: f for f in load(manifest)} if manifest.exists() else {}
     entries = []
@@ -49,6 +51,8 @@ def record(files: list[str], manifest: Path, root: Path = Path()) -> int:
         stat = (root / name).stat()
         known = previous.get(name)
         unchanged = known is not None and (known.size, known.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+        if not unchanged:
+            verify_result(root / name)
         md5 = known.md5 if unchanged else file_md5(root / name)
         entries.append(RecordedFile(name, stat.st_size, stat.st_mtime_ns, md5))
     entries.sort(key=lambda f: (f.mtime_ns, f.path))

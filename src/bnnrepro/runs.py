@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import platform
 from pathlib import Path
@@ -19,7 +20,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from bnnrepro import layout
 from bnnrepro.device import resolve_device
-from bnnrepro.files import write_atomic
+from bnnrepro.files import UnreadableFileError, verify_archive, write_atomic
+
+log = logging.getLogger("bnnrepro.runs")
 
 
 class RunFolder:
@@ -40,12 +43,30 @@ class RunFolder:
         self.write_text(name, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def save(self, name: str, state: dict) -> None:
-        write_atomic(self.file(name), lambda tmp: torch.save(state, tmp))
+        """Write a checkpoint, verified (`verify_archive`) before it replaces the previous one."""
+
+        def write_verified(tmp: Path) -> None:
+            torch.save(state, tmp)
+            verify_archive(tmp, "checkpoint as written")
+
+        write_atomic(self.file(name), write_verified)
 
     def load_resume(self, config_digest: str) -> dict | None:
-        """The resumable state if one exists for this exact configuration, else None."""
+        """The resumable state if one exists for this exact configuration, else None. The log gets a line that marks
+        where this attempt starts (a killed job's rerun appends to the train.log of the attempts before it)."""
+        state = self._resumable_state(config_digest)
+        start = "resuming from resume.pt" if state is not None else "training from the start"
+        log.info("=== attempt started on %s, config %s: %s", platform.node(), config_digest[:12], start)
+        return state
+
+    def _resumable_state(self, config_digest: str) -> dict | None:
         path = self.file(self.RESUME)
         if not path.exists():
+            return None
+        try:
+            verify_archive(path, "resumable state")
+        except UnreadableFileError as err:
+            log.warning("%s", err)
             return None
         state = torch.load(path, weights_only=True)
         return state if state.get("config_digest") == config_digest else None

@@ -76,7 +76,7 @@ class Run:
 
 
 SEED_SAME_AS = "same_as"
-"""A grid's `seed: {same_as: <grid key>}`: each run's seed is its value of that key (the UDN's UCI runs seed by split)."""
+"""A grid's `seed: {same_as: <grid key>}`: each run's seed is its value of that key (e.g. one seed per split)."""
 
 OWN = "own"
 """The `paper` of a study of your own: it belongs to none of the five works and gets a report section of its own."""

@@ -28,7 +28,9 @@ from bnnrepro.data.registry import (
 )
 from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
 from bnnrepro.methods import METHOD_MODULES, config_method_name
+from bnnrepro.files import UnreadableFileError
 from bnnrepro.paths import project_root
+from bnnrepro.result_checks import verify_files
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import (
@@ -120,6 +122,13 @@ try:
     for scale in sorted({study_scale(name) for name in STUDIES}):
         check_protocol_files([run for study, run in RUNS.values() if study_scale(study.name) == scale], scale)
 except (FileNotFoundError, ValueError) as err:
+    raise WorkflowError(str(err)) from None
+
+# The prepared data the runs read, checked before any job starts: a truncated file would otherwise rerun every run
+# that reads it (deleting their results first) only for each job to fail on it (bnnrepro.result_checks).
+try:
+    verify_files([run.data_file(REAL_DATA) for _, run in RUNS.values()], DAG_RECORD)
+except UnreadableFileError as err:
     raise WorkflowError(str(err)) from None
 
 

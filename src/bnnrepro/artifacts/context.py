@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bnnrepro.files import read_yaml
+from bnnrepro.files import RUN_RESULT, read_json, read_npz, read_yaml
 from bnnrepro.layout import RUN_METRICS, parse_run_path
 
 
@@ -31,15 +30,11 @@ class ArtifactContext:
         if self.metrics_file is not None:
             return bool(self.metrics["standin"].any())
         results = {parse_run_path(path).sibling(RUN_METRICS) for path in self.run_files}
-        return any(json.loads(result.read_text())["standin"] for result in results)
+        return any(read_json(result, RUN_RESULT)["standin"] for result in results)
 
     def run_arrays(self) -> dict[str, dict[str, np.ndarray]]:
         """The arrays of each run's .npz file (an evaluation), keyed by run id."""
-        arrays = {}
-        for run_id, path in self._by_run().items():
-            with np.load(path, allow_pickle=False) as data:
-                arrays[run_id] = {key: data[key] for key in data.files}
-        return arrays
+        return {run_id: read_npz(path, what="evaluation") for run_id, path in self._by_run().items()}
 
     def run_configs(self) -> dict[str, dict]:
         """The resolved training config of each run (its config.yaml), keyed by run id."""
@@ -47,7 +42,7 @@ class ArtifactContext:
 
     def run_results(self) -> dict[str, dict]:
         """The training result of each run (its metrics.json: metrics, evaluation history, per-epoch timing)."""
-        return {run_id: json.loads(path.read_text()) for run_id, path in self._by_run().items()}
+        return {run_id: read_json(path, RUN_RESULT) for run_id, path in self._by_run().items()}
 
     @cached_property
     def metrics(self) -> pd.DataFrame:

@@ -20,7 +20,7 @@ import numpy as np
 from bnnrepro.data import formats
 from bnnrepro.data.registry import Download
 from bnnrepro.data.spec import Splits
-from bnnrepro.files import write_atomic
+from bnnrepro.files import read_npz, write_atomic
 
 STANDIN_TRAIN, STANDIN_TEST, STANDIN_CORRUPTED = 10_000, 2_000, 500
 
@@ -122,13 +122,9 @@ def load(path: Path, config: Mapping) -> Splits:
     values: the UDN's CIFAR pairs, BEDL's CIFAR-10 classes 1-5); for CIFAR-10-C also corruption and severity (1-5),
     which become the test set.
     """
-    with np.load(path, allow_pickle=False) as data:
-        # CIFAR-10-C: only the corruption asked for (the real file holds 19 arrays of 150 MB)
-        keys = [config["corruption"], "labels"] if "corruption" in config else data.files
-        missing = sorted(set(keys) - set(data.files))
-        if missing:
-            raise ValueError(f"{path}: no array {', '.join(missing)}; it holds {', '.join(data.files)}")
-        arrays = {key: data[key] for key in keys}
+    # CIFAR-10-C: only the corruption asked for (the real file holds 19 arrays of 150 MB)
+    keys = [config["corruption"], "labels"] if "corruption" in config else None
+    arrays = read_npz(path, keys, what="prepared dataset")
     if "corruption" in config:
         images = formats.cifar10c_severity(arrays[config["corruption"]], int(config["severity"]))
         labels = formats.cifar10c_severity(arrays["labels"], int(config["severity"]))

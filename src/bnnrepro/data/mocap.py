@@ -14,7 +14,7 @@ from scipy.io import loadmat
 
 from bnnrepro.data.registry import Download
 from bnnrepro.data.spec import Splits
-from bnnrepro.files import write_atomic
+from bnnrepro.files import read_npz, write_atomic
 
 SPLIT_KEYS = {"train": "Xtr", "val": "Xval", "test": "Xtest"}
 SHAPES = {"train": (16, 300, 50), "val": (3, 300, 50), "test": (4, 300, 50)}
@@ -33,8 +33,7 @@ def prepare(raw: Path, out: Path) -> None:
 
 
 def load(path: Path, config: Mapping) -> Splits:
-    with np.load(path, allow_pickle=False) as data:
-        arrays = {key: data[key] for key in data.files}
+    arrays = read_npz(path, what="prepared dataset")
     arrays.update({f"y_{split}": arrays[f"x_{split}"] for split in SPLIT_KEYS})
     return Splits(arrays)
 

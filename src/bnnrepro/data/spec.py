@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bnnrepro.files import write_atomic
+from bnnrepro.files import read_npz, write_atomic
 
 SPLITS = ("train", "val", "test")
 
@@ -51,8 +51,8 @@ class Splits:
 
     @classmethod
     def load(cls, path: Path) -> Splits:
-        with np.load(path, allow_pickle=False) as data:
-            missing = {f"{a}_{s}" for a in "xy" for s in SPLITS} - set(data.files)
-            if missing:
-                raise ValueError(f"{path}: not a dataset file, missing arrays {sorted(missing)}")
-            return cls({k: data[k] for k in data.files})
+        arrays = read_npz(path, what="prepared dataset")
+        missing = {f"{a}_{s}" for a in "xy" for s in SPLITS} - set(arrays)
+        if missing:
+            raise ValueError(f"{path}: not a dataset file, missing arrays {sorted(missing)}")
+        return cls(arrays)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from bnnrepro.data.registry import Download, PackagedDataset, resolve
 from bnnrepro.data.spec import Splits
-from bnnrepro.files import write_atomic
+from bnnrepro.files import read_npz, write_atomic
 
 SplitRows = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -76,8 +76,8 @@ def prepare_csv(raw: Path, out: Path, file: str, target: str, delimiter: str = "
 
 def load(path: Path, config: Mapping) -> Splits:
     """Split `config['split']` of a prepared table, with config keys train_fraction, val_fraction, standardize."""
-    with np.load(path, allow_pickle=False) as data:
-        x, y = data["x"], data["y"]
+    arrays = read_npz(path, ["x", "y"], what="prepared dataset")
+    x, y = arrays["x"], arrays["y"]
     rows = seeded_split(len(y), int(config["split"]), float(config["train_fraction"]), float(config["val_fraction"]))
     return standardised_splits(x, y, rows, bool(config["standardize"]))
 

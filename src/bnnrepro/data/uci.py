@@ -16,7 +16,7 @@ import numpy as np
 from bnnrepro.data.registry import Download
 from bnnrepro.data.spec import Splits
 from bnnrepro.data.tabular import seeded_split, standardised_splits, standin_table
-from bnnrepro.files import write_atomic
+from bnnrepro.files import read_npz, write_atomic
 
 # (rows, features, standard splits) of each data set, for the offline stand-ins (UDN paper App. B.4).
 SHAPES = {
@@ -64,8 +64,7 @@ def split_indices(data: Mapping[str, np.ndarray], split: int, protocol: str, val
 
 def load(path: Path, config: Mapping) -> Splits:
     """Splits of one UCI split: config keys split, protocol (standard|udn), val_fraction, standardize."""
-    with np.load(path, allow_pickle=False) as data:
-        data = dict(data)
+    data = read_npz(path, what="prepared dataset")
     rows = split_indices(data, int(config["split"]), config["protocol"], float(config["val_fraction"]))
     return standardised_splits(data["x"], data["y"], rows, config["standardize"])
 

@@ -16,6 +16,7 @@ from torch import nn
 from bnnrepro.data.registry import load_splits
 from bnnrepro.data.spec import Splits
 from bnnrepro.evaluations.declarations import declared_evaluation
+from bnnrepro.files import verify_archive
 from bnnrepro.methods import build_method
 from bnnrepro.paths import train_config_dir
 from bnnrepro.runs import RunFolder
@@ -92,7 +93,9 @@ def load_run(run_dir: Path) -> tuple[DictConfig, Splits, nn.Module, nn.Module]:
     torch.manual_seed(cfg.seed)
     method = build_method(cfg, splits.spec(cfg.dataset.task))
     untrained = copy.deepcopy(method)
-    state = torch.load(run_dir / RunFolder.CHECKPOINT, map_location="cpu", weights_only=True)["model"]
+    checkpoint = run_dir / RunFolder.CHECKPOINT
+    verify_archive(checkpoint, "checkpoint")
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)["model"]
     method.prepare_resume(state)
     method.load_state_dict(state)
     return cfg, splits, method.eval(), untrained.eval()
