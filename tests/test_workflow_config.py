@@ -166,3 +166,28 @@ def test_a_seed_same_as_a_key_the_grid_does_not_vary_is_named(project: Path) -> 
     edit_study(project, lambda s: s["grids"]["lr_0.01"].update({"seed": {"same_as": "dataset.split"}}))
     message = dry_run_error(project, "scale=smoke")
     assert "grids.lr_0.01.seed is the same as 'dataset.split', which the grid does not vary; name one of:" in message
+
+
+@pytest.mark.parametrize(
+    ("grid", "scale_grid", "message"),
+    [
+        ({"seed": [-1]}, None, "-1 is less than the minimum of 0 (at grids/lr_0.01/seed/0)"),
+        (None, {"seed": []}, "grids.lr_0.01 with scales.smoke: seed: [] should be non-empty"),
+        (None, {"dataset.omega": []}, "grids.lr_0.01 with scales.smoke: dataset.omega: [] should be non-empty"),
+        ({"optim.lr": ["fast"]}, None, "'fast' is not of type 'number' (at grids/lr_0.01/optim.lr/0)"),
+        (None, {"optim.lr": [-0.01]}, "scales.smoke: optim.lr: -0.01 is less than or equal to the minimum of 0"),
+        ({"dataset.omega": ["two"]}, None, "dataset.omega: 'two' is not a number, as its default in config/train is"),
+    ],
+    ids=["negative-seed", "no-seed", "no-omega", "lr-string", "lr-negative", "omega-string"],
+)
+def test_a_bad_grid_value_is_named_before_any_job(project: Path, grid: dict, scale_grid: dict, message: str) -> None:
+    """Grids are checked at DAG time, each scale's with its replacements: seeds non-negative integers, learning rates
+    positive numbers, lists non-empty, Hydra values of their defaults' kinds. The error names the file and grid."""
+
+    def edit(study: dict) -> None:
+        study["grids"]["lr_0.01"].update(grid or {})
+        study["scales"]["smoke"]["lr_0.01"].update(scale_grid or {})
+
+    edit_study(project, edit)
+    output = dry_run_error(project, "scale=smoke", "studies=[udn_spirals]")
+    assert "config/studies/udn_spirals.yaml: " in output and message in output

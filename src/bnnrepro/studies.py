@@ -191,8 +191,19 @@ def _check(study: Study, path: Path) -> None:
                 raise StudyError(
                     f"{path}: scales.{scale}.{grid_name} sets {sorted(extra)}, which the grid does not vary"
                 )
+    schema = read_yaml(STUDY_SCHEMA)
     for scale in SCALES:
         for grid_name, grid in study.scale_grids(scale).items():
+            if not grid["method"]:
+                if scale == "paper":
+                    raise StudyError(f"{path}: grids.{grid_name} has no method; an empty list goes under scales")
+                continue  # left out at this scale
+            try:
+                jsonschema.validate(grid, {**schema["$defs"]["grid"], "$defs": schema["$defs"]})
+            except jsonschema.ValidationError as err:
+                key = err.absolute_path[0] if err.absolute_path else "the grid"
+                where = f"grids.{grid_name}" if scale == "paper" else f"grids.{grid_name} with scales.{scale}"
+                raise StudyError(f"{path}: {where}: {key}: {err.message}") from None
             seeds = grid["seed"]
             if isinstance(seeds, Mapping) and seeds[SEED_SAME_AS] not in set(grid) - {"seed"}:
                 raise StudyError(
@@ -224,9 +235,10 @@ def overrides_digest(study: Study) -> str:
 
 
 def check_overrides(study: Study, record: Path | None = None) -> None:
-    """Compose the Hydra config of one run per grid and method variant, so that a mistyped key or value stops the
-    workflow before any job starts. With `record` (`bnnrepro.dag_cache`), a study that composed before with exactly
-    the files of `overrides_digest` is not composed again."""
+    """Compose the Hydra config of each method variant on each dataset of the study's grids, and check each grid
+    key against it (a key of config/train, values of its default's kind), so that a mistyped key or value stops the
+    workflow before any job starts. With `record` (`bnnrepro.dag_cache`), a study that was checked before with
+    exactly the files of `overrides_digest` is not checked again."""
     path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
     cached(record, f"study_checks/{study.name}", overrides_digest(study), lambda: _compose_overrides(study, path))
 
@@ -236,19 +248,52 @@ def _compose_overrides(study: Study, path: Path) -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    checked = set()
+    composed: dict[tuple[str, str], DictConfig] = {}  # a key's presence and kind do not depend on the scale
     with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3"):
         for scale in SCALES:
-            for run in study.runs(scale):
-                key = (run.method, run.dataset, tuple(k for k, _ in run.hparams))
-                if key in checked:
-                    continue
-                checked.add(key)
-                overrides = [*study.overrides(run), f"scale={scale}", "run_dir=unused"]
-                try:
-                    compose(config_name="config", overrides=overrides)
-                except (HydraException, OmegaConfBaseException) as err:
-                    raise StudyError(
-                        f"{path}: run {run.id} at scale {scale} has an invalid Hydra override: {err}. "
-                        f"Overrides: {' '.join(overrides)}; keys are those of config/train/"
-                    ) from None
+            for grid_name, grid in study.scale_grids(scale).items():
+                for variant, dataset_name in itertools.product(grid["method"], grid["dataset"]):
+                    if (variant, dataset_name) not in composed:
+                        overrides = [f"{k}={v}" for k, v in study.variant_overrides(variant).items()]
+                        overrides += [f"dataset={dataset_name}", f"scale={scale}", "run_dir=unused"]
+                        try:
+                            composed[variant, dataset_name] = compose(config_name="config", overrides=overrides)
+                        except (HydraException, OmegaConfBaseException) as err:
+                            raise StudyError(
+                                f"{path}: method variant {variant} on {dataset_name} has an invalid Hydra override: "
+                                f"{err}. Overrides: {' '.join(overrides)}; keys are those of config/train/"
+                            ) from None
+                    where = f"{path}: grids.{grid_name} ({variant} on {dataset_name})"
+                    _check_grid_keys(grid, composed[variant, dataset_name], where)
+
+
+VALUE_KINDS = {"a number": (int, float), "a boolean": (bool,), "a string": (str,)}
+
+
+def _check_grid_keys(grid: dict, config: DictConfig, where: str) -> None:
+    """Each Hydra key of a grid is a value of the run config, and its grid values are of the kind of its default (a
+    number, a boolean or a string): `dataset.omgea`, or a value Hydra would take as a string, such as
+    `optim.lr: [fast]` or `dataset.omega: [two]`, fails here and not in a job."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    missing = object()
+    for key, values in grid.items():
+        if key in ("method", "dataset", "seed"):
+            continue
+        default = OmegaConf.select(config, key, default=missing)
+        if default is missing or isinstance(default, DictConfig | ListConfig):
+            raise StudyError(
+                f"{where}: {key} is not a value of the run config, an invalid Hydra override; keys are those of "
+                "config/train/ (grids set values, a method variant sets the method)"
+            )
+        kind = next((k for k, types in VALUE_KINDS.items() if _is_kind(default, types)), None)
+        for value in values if kind is not None else ():
+            if not _is_kind(value, VALUE_KINDS[kind]):
+                raise StudyError(
+                    f"{where}: {key}: {value!r} is not {kind}, as its default in config/train is ({default!r})"
+                )
+
+
+def _is_kind(value: object, types: tuple[type, ...]) -> bool:
+    """isinstance, with booleans apart from numbers."""
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
