@@ -159,3 +159,27 @@ def test_a_long_run_logs_its_progress_with_the_time_left(
     assert re.fullmatch(r"epoch 1/20  train_loss=\S+  0m \d\ds trained, about \dm \d\ds left", lines[0])
     assert lines[-1].startswith("epoch 20/20") and lines[-1].endswith("about 0m 00s left")
     assert training.duration(3725) == "1h 02m" and training.duration(59.6) == "1m 00s"
+
+
+def test_a_finite_network_at_a_huge_learning_rate_is_flagged_as_diverged(spiral_file: Path, tmp_path: Path) -> None:
+    """Its loss stays finite (1e13) so no step fails, but it grew by orders of magnitude: an error in its metrics; a
+    run that trains is ok."""
+    diverged = train(spiral_file, tmp_path / "huge", "method=finite", "optim.lr=1e6", "train.epochs=20")
+    assert diverged["health"]["status"] == "error"
+    assert diverged["health"]["flags"][0].startswith("diverged: the training loss went from 0.")
+    assert train(spiral_file, tmp_path / "fine", "method=finite", "train.epochs=20")["health"] == {
+        "status": "ok", "flags": []
+    }  # fmt: skip
+
+
+def test_each_attempt_is_marked_in_the_log_and_an_unreadable_resume_state_is_set_aside(
+    spiral_file: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    train(spiral_file, run_dir, "train.epochs=5")
+    (run_dir / "resume.pt").write_bytes(b"half a checkpoint")
+    train(spiral_file, run_dir, "train.epochs=10")
+    log = (run_dir / "train.log").read_text()
+    assert log.count("=== attempt started") == 2
+    assert f"{run_dir / 'resume.pt'}: not a readable resumable state" in log
+    assert log.index("not a readable resumable state") < log.rindex("training from the start")

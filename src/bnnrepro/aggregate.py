@@ -1,7 +1,8 @@
 """One study's runs as a tidy table: `python -m bnnrepro.aggregate STUDY SCALE OUT.csv`.
 
-Columns: study, run, method, dataset, hparams, seed, standin, one column per hyperparameter (by its
-short name, e.g. `omega`, `lr`), metric, value. One row per run and metric.
+Columns: study, run, method, dataset, hparams, seed, standin, health (`bnnrepro.training_health`: ok, or a
+warning or an error with what was found), one column per hyperparameter (by its short name, e.g. `omega`, `lr`),
+metric, value. One row per run and metric.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from bnnrepro import layout
 from bnnrepro.files import RUN_RESULT, read_json, write_atomic
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.studies import Run, load_study
+from bnnrepro.training_health import HEALTHY, health_text
 
 
 def tidy_metrics(study_name: str, scale: str, root: Path = Path(), runs: list[Run] | None = None) -> pd.DataFrame:
@@ -27,6 +29,7 @@ def tidy_metrics(study_name: str, scale: str, root: Path = Path(), runs: list[Ru
         base = {
             "study": study.name, "run": run.id, "method": run.method, "dataset": run.dataset,
             "hparams": run.hparam_slug, "seed": run.seed, "standin": result["standin"],
+            "health": health_text(result.get("health", HEALTHY)),
             **{key.rsplit(".", 1)[-1]: value for key, value in run.hparams},
         }  # fmt: skip
         values = {**result["metrics"], "train_seconds": result["train_seconds"]}

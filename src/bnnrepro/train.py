@@ -37,6 +37,7 @@ from bnnrepro.optim import (
 )
 from bnnrepro.runs import RunFolder, ran_on, start_job
 from bnnrepro.train_configs import compose_config
+from bnnrepro.training_health import health_text, training_health
 
 log = logging.getLogger("bnnrepro.train")
 
@@ -110,7 +111,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     method = build_method(cfg, splits.spec(cfg.dataset.task))
     shuffle = torch.Generator().manual_seed(cfg.seed)
     augmentation = torch.Generator().manual_seed(cfg.seed)
-    start_epoch, history, timing, seconds = 0, [], [], 0.0
+    start_epoch, history, timing, seconds, initial_loss = 0, [], [], 0.0, None
 
     state = run.load_resume(digest)
     if state is not None:
@@ -124,6 +125,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
         shuffle.set_state(state["shuffle_rng"])
         augmentation.set_state(state["augmentation_rng"])
         start_epoch, history, timing, seconds = state["epoch"], state["history"], state["timing"], state["seconds"]
+        initial_loss = state.get("initial_loss")  # absent from states saved before it was recorded
         log.info("resumed %s from epoch %d", run.path, start_epoch)
 
     epochs, last_progress = cfg.train.epochs, time.perf_counter()
@@ -137,7 +139,9 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                 method.adapt_architecture(optimizer)
                 batch = batch.to(device)
                 x = x_train[batch] if augment is None else augment(x_train[batch], generator=augmentation)
-                loss_sum += method.training_step(x, y_train[batch], num_train, optimizer) * len(batch)
+                loss = method.training_step(x, y_train[batch], num_train, optimizer)
+                initial_loss = loss if initial_loss is None else initial_loss  # the loss at initialisation
+                loss_sum += loss * len(batch)
                 # torchsde's Brownian intervals are reference cycles holding their noise: free them each step
                 gc.collect(1)
             method.end_epoch(x_train, y_train)
@@ -180,6 +184,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                     "history": history,
                     "timing": timing,
                     "seconds": seconds,
+                    "initial_loss": initial_loss,
                     "model": method.state_dict(),
                     "optimizer": optimizer.state_dict(),
                     "torch_rng": torch.get_rng_state(),
@@ -189,9 +194,13 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
             )
 
     metrics = summarise(history, cfg.train.select_by, cfg.train.select_mode)
+    classes = len(torch.unique(y_train)) if cfg.dataset.task == "classification" else 0
+    health = training_health(initial_loss, history[-1]["train_loss"], history[-1].get("test_accuracy"), classes)
+    if health["flags"]:
+        log.warning("run %s: %s", run.path, health_text(health))
     result = {
         "metrics": metrics, "history": history, "timing": timing, "train_seconds": seconds, "epochs": epochs,
-        "standin": is_standin(cfg.dataset.path),
+        "standin": is_standin(cfg.dataset.path), "health": health,
         "ran_on": ran_on(device),
     }  # fmt: skip
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})

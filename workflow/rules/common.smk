@@ -167,6 +167,11 @@ def study_metrics(wildcards):
     return layout.study_metrics_file(study_scale(wildcards.study), wildcards.study)
 
 
+def all_study_metrics():
+    """The tidy metrics CSV of every enabled study at its scale (the report says which runs carry no data)."""
+    return [layout.study_metrics_file(study_scale(name), name) for name in STUDIES]
+
+
 def study_run(wildcards):
     """(study, run) of a training job's wildcards."""
     return RUNS[layout.run_folder(wildcards.scale, wildcards.study, wildcards.run)]

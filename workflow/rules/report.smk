@@ -6,6 +6,7 @@ rule report_manifest:
         figures=artifact_files("figure"),
         tables=artifact_files("table"),
         own_study_tables=own_study_tables(),
+        metrics=all_study_metrics(),
         code=report_code("bnnrepro.report.manifest"),
         draw_functions=draw_function_files(),
     output:

@@ -26,6 +26,7 @@ from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.files import write_atomic
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.paths import project_root
+from bnnrepro.report.run_checks import study_run_checks
 from bnnrepro.sources import PACKAGE_DIR
 from bnnrepro.studies import configured_scale, load_study
 
@@ -85,7 +86,9 @@ def build_manifest(config: dict) -> dict:
     reproduced, own_studies = {}, []
     for name in config["studies"]:
         study, study_scale = load_study(name), configured_scale(config, name)
-        standin = uses_standin(root / layout.study_metrics_file(study_scale, name))
+        metrics_file = root / layout.study_metrics_file(study_scale, name)
+        standin = uses_standin(metrics_file)
+        checks = study_run_checks(study, study_scale, metrics_file)
         if study.is_own:
             table = layout.artifact_files("table", layout.study_summary_stem(name))
             own_studies.append(
@@ -93,16 +96,17 @@ def build_manifest(config: dict) -> dict:
                  "files": table}
             )  # fmt: skip
         for artifact_id in study.artifacts:
-            reproduced[artifact_id] = (study, study_scale, drawn[artifact_id], standin)
+            reproduced[artifact_id] = (study, study_scale, drawn[artifact_id], standin, checks)
     artifacts = []
     for entry in catalog()["artifacts"]:
         item = {key: entry.get(key) for key in ("id", "paper", "title", "kind", "caption", "shows")}
         if entry["kind"] == "diagram":
             item.update(status="diagram", diagram_reason=entry["diagram_reason"], files={})
         elif entry["id"] in reproduced:
-            study, study_scale, implementation, standin = reproduced[entry["id"]]
+            study, study_scale, implementation, standin, checks = reproduced[entry["id"]]
             item.update(
-                status="reproduced", study=study.name, scale=study_scale, standin=standin,
+                status="not yet reproduced" if "missing" in checks else "reproduced", **checks,
+                study=study.name, scale=study_scale, standin=standin,
                 note=implementation.note(study_scale),
                 files=layout.artifact_files(implementation.output, implementation.stem),
                 drawn_by=drawn_by(implementation.draw, root, commit),

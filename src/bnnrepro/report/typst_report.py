@@ -213,6 +213,8 @@ def render_artifact(artifact: dict, root: Path) -> str:
         ("Study:", artifact.get("study")),
         ("Scale:", artifact.get("scale")),
         ("Note:", artifact.get("note")),
+        ("Missing:", artifact.get("missing")),
+        ("Run checks:", artifact.get("flags")),
         ("Drawn by:", drawn_by_text(artifact["drawn_by"]) if "drawn_by" in artifact else None),
     ]
     pairs = [f"({typst_str(name)}, {typst_str(value)})" for name, value in fields if value]
