@@ -131,6 +131,24 @@ def test_results_pushed_to_a_dvc_remote_are_up_to_date_in_a_fresh_clone(
     assert "Nothing to be done" in dry_run
     repro = run(["dvc", "repro"], clone).stdout
     assert "didn't change" in repro and "Running stage" not in repro
+    status = run(["dvc", "status", "report"], clone).stdout
+    assert "up to date" in status and "fetch@" not in status  # the datasets not fetched here are not listed
+
+
+def test_dvc_runs_the_scale_a_user_asks_for(built: Path, tmp_path: Path) -> None:
+    """`dvc repro` runs config/config.yaml's scale; `dvc exp run -S` sets it for a run: asking for the smoke scale
+    after the smoke run schedules nothing, though the file says `default`."""
+    project = tmp_path / "project"
+    shutil.copytree(built, project, symlinks=True)
+    config_file = project / "config/config.yaml"
+    config_file.write_text(config_file.read_text().replace("scale: smoke", "scale: default"))
+    run(["git", "add", "-A"], project)  # `dvc exp run` works from a commit
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "default scale"], project)
+    assert "train" in scheduled_jobs(run(["snakemake", "-n"], project).stdout)  # what a plain `dvc repro` would run
+    result = run(["dvc", "exp", "run", "-S", "config/config.yaml:scale=smoke"], project)
+    assert "didn't change" in result.stdout or "Nothing to be done" in result.stdout + result.stderr
+    assert "rule train" not in result.stdout + result.stderr
+    assert yaml.safe_load(config_file.read_text())["scale"] == "smoke"
 
 
 def test_a_code_change_reruns_only_the_jobs_that_run_that_code(built: Path) -> None:
