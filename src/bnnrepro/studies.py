@@ -274,14 +274,14 @@ def _check_grid_keys(grid: dict, config: DictConfig, where: str) -> None:
     """Each Hydra key of a grid is a value of the run config, and its grid values are of the kind of its default (a
     number, a boolean or a string): `dataset.omgea`, or a value Hydra would take as a string, such as
     `optim.lr: [fast]` or `dataset.omega: [two]`, fails here and not in a job."""
-    from omegaconf import DictConfig, ListConfig, OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
     missing = object()
     for key, values in grid.items():
         if key in ("method", "dataset", "seed"):
             continue
         default = OmegaConf.select(config, key, default=missing)
-        if default is missing or isinstance(default, DictConfig | ListConfig):
+        if default is missing or isinstance(default, DictConfig):
             raise StudyError(
                 f"{where}: {key} is not a value of the run config, an invalid Hydra override; keys are those of "
                 "config/train/ (grids set values, a method variant sets the method)"
