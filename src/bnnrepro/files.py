@@ -54,6 +54,7 @@ _ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError
 
 
 RUN_RESULT = "run result (metrics.json)"
+"""What `read_json` calls a run's metrics.json in its errors."""
 
 
 def read_json(path: Path, what: str = "JSON file") -> Any:

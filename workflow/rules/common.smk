@@ -27,8 +27,8 @@ from bnnrepro.data.registry import (
     prepared_file,
 )
 from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
-from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.files import UnreadableFileError
+from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
 from bnnrepro.result_checks import verify_files
 from bnnrepro.result_timestamps import record, restore
