@@ -33,7 +33,7 @@ def verify_files(paths: Iterable[str], record: Path | None = None) -> None:
     """`verify_result` each of `paths` that exists. With `record` (`bnnrepro.dag_cache`), files whose sizes and
     modification times are those of the last check are not read again."""
     existing = sorted(p for p in set(paths) if Path(p).is_file())
-    stats = [(p, Path(p).stat().st_size, Path(p).stat().st_mtime_ns) for p in existing]
+    stats = [(p, stat.st_size, stat.st_mtime_ns) for p in existing for stat in [Path(p).stat()]]
 
     def verify_all() -> int:
         for path in existing:

@@ -150,6 +150,12 @@ def configured_scale(config: Mapping, study: str) -> str:
     return config.get("study_scales", {}).get(study, config["scale"])
 
 
+@cache
+def study_schema() -> dict:
+    """The JSON schema of a study file (src/bnnrepro/study.schema.yaml), read once."""
+    return read_yaml(STUDY_SCHEMA)
+
+
 def available_studies() -> list[str]:
     return sorted(p.stem for p in studies_dir().glob("*.yaml"))
 
@@ -163,7 +169,7 @@ def load_study(name: str) -> Study:
         raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
     raw = read_yaml(path)
     try:
-        jsonschema.validate(raw, read_yaml(STUDY_SCHEMA))
+        jsonschema.validate(raw, study_schema())
     except jsonschema.ValidationError as err:
         where = "/".join(str(p) for p in err.absolute_path) or "top level"
         raise StudyError(f"{path.relative_to(project_root())}: {err.message} (at {where})") from None
@@ -191,7 +197,7 @@ def _check(study: Study, path: Path) -> None:
                 raise StudyError(
                     f"{path}: scales.{scale}.{grid_name} sets {sorted(extra)}, which the grid does not vary"
                 )
-    schema = read_yaml(STUDY_SCHEMA)
+    schema = study_schema()
     for scale in SCALES:
         for grid_name, grid in study.scale_grids(scale).items():
             if not grid["method"]:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bnnrepro.studies import Study
@@ -19,29 +19,22 @@ def study_run_checks(study: Study, scale: str, metrics_file: Path) -> dict[str, 
     A run carries data when the study's tidy metrics hold at least one finite value of it besides its training time.
     """
     table = pd.read_csv(metrics_file) if metrics_file.exists() else pd.DataFrame(columns=["run", "metric", "value"])
-    measured = table[(table["metric"] != "train_seconds") & table["value"].map(_is_finite)]
+    finite = np.isfinite(pd.to_numeric(table["value"], errors="coerce").astype(float))
+    measured = set(table.loc[finite & (table["metric"] != "train_seconds"), "run"])
     runs = [run.id for run in study.runs(scale)]
     checks = {}
-    missing = [run for run in runs if run not in set(measured["run"])]
+    missing = [run for run in runs if run not in measured]
     if missing:
         checks["missing"] = f"{_count(missing, len(runs))} carry no data ({metrics_file}): {_listed(missing)}"
-    if "health" in table:
-        health = table.drop_duplicates("run").set_index("run")["health"]
-        for status in ("error", "warning"):
-            flagged = [f"{run} ({text.split(': ', 1)[1]})" for run, text in health.items() if text.startswith(status)]
-            if flagged:
-                checks.setdefault("flags", "")
-                checks["flags"] += f"{status}: {_count(flagged, len(runs))}: {_listed(flagged)}. "
-    if "flags" in checks:
-        checks["flags"] = checks["flags"].strip()
+    health = table.drop_duplicates("run").set_index("run")["health"] if "health" in table else pd.Series()
+    lines = []
+    for status in ("error", "warning"):
+        flagged = [f"{run} ({text.split(': ', 1)[1]})" for run, text in health.items() if text.startswith(status)]
+        if flagged:
+            lines.append(f"{status}: {_count(flagged, len(runs))}: {_listed(flagged)}.")
+    if lines:
+        checks["flags"] = " ".join(lines)
     return checks
-
-
-def _is_finite(value: object) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
 
 
 def _count(runs: list[str], total: int) -> str:
