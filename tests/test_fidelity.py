@@ -11,16 +11,14 @@ import pytest
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog
-from bnnrepro.fidelity.claims import (
-    CLAIMS,
+from bnnrepro.fidelity.claims import all_claims, check
+from bnnrepro.fidelity.claims.thesis_bedl import hyperprior_worse_than_bedl, pac_improves_bedl
+from bnnrepro.fidelity.claims.thesis_vbp_tables import vbp_competitive_on_uci
+from bnnrepro.fidelity.claims.udn_spirals import (
     accuracy_falls_with_omega,
-    check,
     dun_beats_each_finite_network,
-    hyperprior_worse_than_bedl,
-    pac_improves_bedl,
     udn_best_at_every_omega,
     udn_deepens_with_omega,
-    vbp_competitive_on_uci,
 )
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES, grid_part
 from bnnrepro.fidelity.document import fidelity_document
@@ -66,7 +64,7 @@ def test_udn_claims_fail_on_results_that_contradict_them(tmp_path: Path) -> None
 def test_a_claim_the_runs_cannot_show_is_not_checked(tmp_path: Path) -> None:
     """Runs of the UDN alone (a part of the grid) cannot show that it beats the others: not checked, not failed."""
     context = spiral_metrics(tmp_path, {"udn": [0.99, 0.9]}, depth=[2.0, 5.0])
-    claim = next(c for c in CLAIMS if c.check is udn_best_at_every_omega)
+    claim = next(c for c in all_claims() if c.check is udn_best_at_every_omega)
     outcome = check(claim, context)
     assert outcome.holds is None and "another model" in outcome.evidence
 
@@ -101,12 +99,12 @@ def test_the_thesis_uci_claims_hold_and_fail_on_constructed_tables(tmp_path: Pat
     context = uci_metrics(tmp_path, "thesis_bedl", bedl)
     assert not pac_improves_bedl(context).holds and not hyperprior_worse_than_bedl(context).holds
     only_bedl = uci_metrics(tmp_path, "thesis_bedl", {("bedl", "uci_boston"): [2.5, 2.6]})
-    assert check(next(c for c in CLAIMS if c.check is pac_improves_bedl), only_bedl).holds is None
+    assert check(next(c for c in all_claims() if c.check is pac_improves_bedl), only_bedl).holds is None
 
 
 def test_every_claim_belongs_to_a_catalog_artifact() -> None:
     ids = {entry["id"] for entry in catalog()["artifacts"]}
-    assert CLAIMS and {claim.artifact_id for claim in CLAIMS} <= ids
+    assert all_claims() and {claim.artifact_id for claim in all_claims()} <= ids
 
 
 def collected_study(folder: Path, holds: list[bool], within: list[bool]) -> None:

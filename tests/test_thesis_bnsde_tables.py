@@ -17,9 +17,8 @@ from bnnrepro.aggregate import tidy_metrics
 from bnnrepro.artifacts import thesis_bnsde_tables as tables
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog_entry, implementation
-from bnnrepro.fidelity.claims import (
-    check,
-    claims_of,
+from bnnrepro.fidelity.claims import check, claims_of
+from bnnrepro.fidelity.claims.thesis_bnsde_tables import (
     full_model_best_on_mocap,
     hybrids_beat_black_boxes,
     pac_improves_hybrids,

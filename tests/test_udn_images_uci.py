@@ -14,7 +14,8 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog_entry
 from bnnrepro.data.images import class_labels
 from bnnrepro.data.spec import DataSpec
-from bnnrepro.fidelity import claims
+from bnnrepro.fidelity.claims import udn_images as image_claims
+from bnnrepro.fidelity.claims import udn_uci as uci_claims
 from bnnrepro.inference.depth_posteriors import FixedDepth, PointMassPrior, ShiftedPoissonPrior, TruncatedPoisson
 from bnnrepro.methods import depth_networks
 from bnnrepro.methods.depth_networks import DepthNetworkMethod
@@ -233,16 +234,16 @@ def test_uci_claims_hold_and_fail_on_constructed_results(tmp_path):
         {"yacht": 1.6, "boston": 1.8, "wine": 2.6},
         {("udn", "yacht"): 1.0, ("f2", "yacht"): 1.0, ("udn", "wine"): 0.62, ("f2", "wine"): 0.64},
     ))  # fmt: skip
-    assert claims.udn_shallow_on_easy_uci(shown).holds
-    assert claims.udn_deeper_on_hard_uci(shown).holds
-    assert claims.udn_competitive_on_uci(shown).holds
+    assert uci_claims.udn_shallow_on_easy_uci(shown).holds
+    assert uci_claims.udn_deeper_on_hard_uci(shown).holds
+    assert uci_claims.udn_competitive_on_uci(shown).holds
     contradicted = tidy_metrics(tmp_path, "udn_uci", uci_rows(
         {"yacht": 2.4, "boston": 1.8, "wine": 1.7},
         {("udn", "yacht"): 1.5, ("f2", "yacht"): 1.0, ("udn", "wine"): 0.62, ("f2", "wine"): 0.64},
     ))  # fmt: skip
-    assert claims.udn_shallow_on_easy_uci(contradicted).holds is False
-    assert claims.udn_deeper_on_hard_uci(contradicted).holds is False
-    assert claims.udn_competitive_on_uci(contradicted).holds is False
+    assert uci_claims.udn_shallow_on_easy_uci(contradicted).holds is False
+    assert uci_claims.udn_deeper_on_hard_uci(contradicted).holds is False
+    assert uci_claims.udn_competitive_on_uci(contradicted).holds is False
 
 
 def test_cifar_claims_on_constructed_results(tmp_path):
@@ -252,15 +253,15 @@ def test_cifar_claims_on_constructed_results(tmp_path):
              (("udn@deer_car", 0.985), ("udn@cat_dog", 0.87), ("udn", 0.945), ("finite_5", 0.917),
               ("finite_15", 0.94), ("finite_30", 0.939))]  # fmt: skip
     context = tidy_metrics(tmp_path, "udn_images", rows)
-    assert claims.udn_deepens_with_task_difficulty(context).holds
-    assert claims.udn_subset_accuracies(context).holds
-    assert claims.udn_best_on_cifar(context).holds
+    assert image_claims.udn_deepens_with_task_difficulty(context).holds
+    assert image_claims.udn_subset_accuracies(context).holds
+    assert image_claims.udn_best_on_cifar(context).holds
     rows = [r if r[0] != "udn@cat_dog" else (r[0], r[1], r[2], r[3], 1.0 if r[3] == "last_expected_depth" else 0.6)
             for r in rows]  # fmt: skip
     worse = tidy_metrics(tmp_path, "udn_images", rows + [("finite_5", "cifar10", 1, "test_accuracy", 0.99)])
-    assert claims.udn_deepens_with_task_difficulty(worse).holds is False
-    assert claims.udn_subset_accuracies(worse).holds is False
-    assert claims.udn_best_on_cifar(worse).holds is False  # finite_5 (L = 5) now the best and above the UDN
+    assert image_claims.udn_deepens_with_task_difficulty(worse).holds is False
+    assert image_claims.udn_subset_accuracies(worse).holds is False
+    assert image_claims.udn_best_on_cifar(worse).holds is False  # finite_5 (L = 5) now the best and above the UDN
 
 
 def test_table2_rows_are_the_papers_and_the_pmf_is_the_truncated_poisson():

@@ -1,0 +1,104 @@
+"""The qualitative claims of the papers' captions, each checked on our results.
+
+A claim is registered against an artifact id with the caption's words and a check: a function of the same
+`ArtifactContext` the artifact's draw function reads (with the study's tidy metrics always available) that returns
+whether the claim holds and the numbers it rests on. The criterion each check applies to words such as "best" or
+"roughly 4" is in its docstring.
+
+The claims about the artifacts of `bnnrepro.artifacts.<name>` live in `bnnrepro.fidelity.claims.<name>`, so that
+the job drawing an artifact checks its claims by importing its own modules only (`claims_of`), and an edit to one
+paper's claims reruns that paper's figure and table jobs alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.registry import artifact_modules, drawing_modules
+
+
+@dataclass(frozen=True)
+class Outcome:
+    holds: bool | None  # None: the runs at hand cannot show it (the evidence says what is missing)
+    evidence: str
+
+
+class NotCheckable(ValueError):
+    """The runs at hand lack what a claim compares (a method, a second omega, ...): the message says what."""
+
+
+def require(condition: bool, missing: str) -> None:
+    if not condition:
+        raise NotCheckable(f"not checked: these runs have no {missing}")
+
+
+@dataclass(frozen=True)
+class Claim:
+    artifact_id: str
+    text: str  # the paper's words
+    check: Callable[[ArtifactContext], Outcome]
+
+
+CLAIMS: list[Claim] = []
+
+
+def claim(artifact_id: str, text: str) -> Callable:
+    """Register a check of the claim `text` of artifact `artifact_id`."""
+
+    def register(check: Callable[[ArtifactContext], Outcome]) -> Callable[[ArtifactContext], Outcome]:
+        CLAIMS.append(Claim(artifact_id, text, check))
+        return check
+
+    return register
+
+
+def claims_module(drawing_module: str) -> str | None:
+    """The module of the claims about the artifacts that `drawing_module` (bnnrepro.artifacts.<name>) draws:
+    bnnrepro.fidelity.claims.<name>, or None where none of them has a checked claim."""
+    name = f"{__name__}.{drawing_module.rsplit('.', 1)[-1]}"
+    return name if importlib.util.find_spec(name) is not None else None
+
+
+def claims_of(artifact_id: str) -> list[Claim]:
+    """The claims of one artifact, importing only the claims module of the module that draws it."""
+    module = claims_module(artifact_modules().get(artifact_id, ""))
+    if module is not None:
+        importlib.import_module(module)
+    return [c for c in CLAIMS if c.artifact_id == artifact_id]
+
+
+def all_claims() -> list[Claim]:
+    """Every registered claim, in the order of the drawing modules and of their claims."""
+    for module in drawing_modules():
+        if (name := claims_module(module)) is not None:
+            importlib.import_module(name)
+    return list(CLAIMS)
+
+
+def check(claim: Claim, context: ArtifactContext) -> Outcome:
+    """The claim's outcome on `context`; not checked (holds None) where its runs lack what it compares."""
+    try:
+        return claim.check(context)
+    except NotCheckable as reason:
+        return Outcome(None, str(reason))
+
+
+def spearman(x: pd.Series, y: pd.Series) -> float:
+    """Spearman's rank correlation (Pearson's on average ranks)."""
+    return float(np.corrcoef(x.rank(), y.rank())[0, 1])
+
+
+def own_cells(table: pd.DataFrame, rows: tuple[str, ...]) -> pd.DataFrame:
+    """[dataset x (mean, error) per row] of a UCI table's own cells; NotCheckable unless every row has a dataset."""
+    cells = table[table["row"].isin(rows) & table["ours"].notna()]
+    both = cells.groupby("column")["row"].nunique() == len(rows)
+    require(bool(both.any()), f"data set with runs of all of {', '.join(rows)}")
+    cells = cells[cells["column"].isin(both[both].index)]
+    return cells.pivot(index="column", columns="row", values=["ours", "ours_error"])
