@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -21,9 +22,11 @@ import yaml
 from pypdf import PdfReader
 
 from bnnrepro import layout
-from bnnrepro.artifacts.registry import catalog
+from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.fidelity.claims import claims_of
 from bnnrepro.fidelity.document import fidelity_document
+from bnnrepro.report.summary import summary_rows
+from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS
 from bnnrepro.studies import load_study
 from tests.conftest import OFFLINE, copy_project, run
 
@@ -77,6 +80,27 @@ def test_report_lists_every_artifact_with_its_status(built: Path) -> None:
     assert "udn/table1" in text and "Standard network Ω_3" in text
     # the report says "not yet reproduced" exactly where an artifact is (none left since the UDN's CIFAR/UCI studies)
     assert ("not yet reproduced" in text) == ("not yet reproduced" in status.values())
+
+
+def test_every_drawn_artifact_has_a_verdict_and_the_summary_counts_the_manifests(built: Path) -> None:
+    """At smoke scale nothing is comparable with the paper but what is computed from formulas alone (udn/fig5's
+    bound, the thesis' closed forms): those are judged by their claims; the first page counts the manifest's."""
+    manifest = json.loads((built / "results/smoke/report_manifest.json").read_text())
+    drawn = [a for a in manifest["artifacts"] if a["status"] == "reproduced"]
+    assert {a["verdict"] for a in drawn} <= set(VERDICTS) and all(a["verdict_reason"] for a in drawn)
+    judged = {a["id"]: a["verdict"] for a in drawn if a["verdict"] != NOT_COMPARABLE}
+    assert judged.get("udn/fig5") == MATCHES  # the theorem's bound, exact at every scale
+    assert all(implementations()[i].uses == "nothing" for i in judged)
+    claims = {a["id"]: a["claims"] for a in drawn}
+    assert [c["claim"] for c in claims["udn/fig8"]] == [c.text for c in claims_of("udn/fig8")]
+    rows = summary_rows(manifest)
+    first_page = " ".join(PdfReader(built / "reports/report.pdf").pages[0].extract_text().split())
+    verdicts = [sum(a["verdict"] == verdict for a in drawn) for verdict in VERDICTS]
+    total = [sum(len(r.artifacts) for r in rows), len(drawn), *verdicts]
+    checked = [c for a in drawn for c in a["claims"] if c["holds"] is not None]
+    expected = f"Total {' '.join(map(str, total))} {sum(c['holds'] for c in checked)} of {len(checked)}"
+    assert first_page.startswith("bnnrepro: reproduction report Summary") and expected in first_page
+    assert json.loads((built / "reports/checks/udn_table1.json").read_text())["cells"]["within"] >= 0
 
 
 def test_every_artifact_file_exists(built: Path) -> None:
@@ -313,6 +337,8 @@ def test_a_study_at_another_scale_joins_the_smoke_report_and_retrains_nothing_el
     assert (project / layout.study_metrics_file("default", "tiny")).is_file()
     manifest = json.loads((project / "results/smoke/report_manifest.json").read_text())
     assert manifest["provenance"]["study_scales"] == {"tiny": "default"}
+    command = shlex.join(["snakemake", "--cores", "2", "--config", with_tiny, "study_scales={tiny: default}"])
+    assert manifest["provenance"]["command"] == command  # the real invocation, with the studies it ran
     assert [study["scale"] for study in manifest["own_studies"]] == ["default"]
     assert {a["scale"] for a in manifest["artifacts"] if a["status"] == "reproduced"} == {"smoke"}
 

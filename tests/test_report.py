@@ -21,12 +21,15 @@ from tests.conftest import ROOT  # noqa: E402
 
 SPECIAL = 'a#b $x$ *y* _z_ @ref <a> [x] \\ "q" ω ± 1'
 
-# ids, statuses, provenance, the verbatim caption, and table cells: ours, published, difference, ✓ and ✗
+# ids, statuses, verdicts, provenance, the verbatim caption, table cells (ours, published), claims (✓ and ✗)
 EXPECTED_TEXT = [
-    "udn/fig2", "udn/table1", "udn/fig1", "sdebnn/fig1", "not yet reproduced", "diagram: no data",
+    "udn/fig2", "udn/table1", "udn/fig1", "sdebnn/fig1", "not yet reproduced", "diagram: no data", "drawn",
     "(computed on a stand-in dataset)", "abc123 (uncommitted changes)", "plate diagram; carries no data", SPECIAL,
-    "91.7 ± 0.310 (n=5)", "92.0 ± 0.500", "-0.270", "✓", "✗", "0.0123",
+    "91.7 ± 0.310 (n=5)", "paper 92.0 ± 0.500", "0.0123", "✓ holds: The UDN is deep.", "✗ does not hold",
+    "Verdict: differs: 1 of 2 cells within the published error", "Verdict: not comparable: stand-in",
     "Scale: paper", "smoke (udn_spirals at paper)",  # each artifact's scale; the studies run at another scale
+    "Command snakemake --cores 2 --config 'study_scales={udn_spirals: paper}'",
+    "Published values: the paper states no numbers for this figure.",  # udn/fig2 (a drawn figure)
 ]  # fmt: skip
 
 TABLE_CSV = """\
@@ -69,10 +72,16 @@ def manifest(tmp_path: Path) -> Path:
     artifacts = [
         {"id": "udn/fig2", "paper": "udn", "title": "spiral datasets D(ω)", "kind": "data", "caption": SPECIAL,
          "shows": "two spirals", "status": "reproduced", "study": "udn_spirals", "scale": "paper", "standin": True,
-         "note": "1024 points per ω", "files": {"png": "reports/figures/udn_fig2.png"}, "drawn_by": FIG2_DRAWN_BY},
+         "note": "1024 points per ω", "files": {"png": "reports/figures/udn_fig2.png"}, "drawn_by": FIG2_DRAWN_BY,
+         "verdict": "not comparable", "verdict_reason": "stand-in", "claims": [], "cells": None},
         {"id": "udn/table1", "paper": "udn", "title": "test accuracy", "kind": "table", "caption": "Accuracy.",
-         "shows": "accuracy per model", "status": "reproduced", "study": "udn_spirals", "standin": False,
-         "note": "ours vs published", "files": {"csv": "reports/tables/udn_table1.csv"}, "drawn_by": TABLE1_DRAWN_BY},
+         "shows": "accuracy per model", "status": "reproduced", "study": "udn_spirals", "scale": "paper",
+         "standin": False, "note": "ours vs published", "files": {"csv": "reports/tables/udn_table1.csv"},
+         "drawn_by": TABLE1_DRAWN_BY,
+         "verdict": "differs", "verdict_reason": "1 of 2 cells within the published error; 1 of 2 caption claims hold",
+         "cells": {"within": 1, "outside": 1, "no_error": 0},
+         "claims": [{"claim": "The UDN is deep.", "holds": True, "evidence": "E_q[l] 8"},
+                    {"claim": "The UDN is best.", "holds": False, "evidence": "2nd"}]},
         {"id": "udn/fig1", "paper": "udn", "title": "graphical model", "kind": "diagram", "caption": "Plate.",
          "shows": "a plate diagram", "status": "diagram", "diagram_reason": "plate diagram; carries no data",
          "files": {}},
@@ -88,7 +97,7 @@ def manifest(tmp_path: Path) -> Path:
             "scale": "smoke",
             "study_scales": {"udn_spirals": "paper"},
             "created": "2026-11-22T12:00:00Z",
-            "command": "snakemake --cores 2",
+            "command": "snakemake --cores 2 --config 'study_scales={udn_spirals: paper}'",
             "config": {"scale": "smoke", "studies": ["udn_spirals"]},
             "versions": {"python": "3.11.7", "torch": "2.13.0"},
         },  # fmt: skip
@@ -173,14 +182,36 @@ def test_the_manifest_names_the_registered_function_and_its_decorator_line() -> 
         assert drawn_by["commit"] == code_commit(ROOT)["commit"]
 
 
-def test_progress_table_counts_each_status(manifest: Path, tmp_path: Path) -> None:
+def test_the_first_page_is_the_summary_of_drawn_artifacts_verdicts_and_claims(manifest: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.pdf"
+    build_report(manifest, out)
+    first_page = " ".join(PdfReader(out).pages[0].extract_text().split())
+    # udn at paper: 2 artifacts, 2 drawn, 0 match, 1 differs, 1 not comparable, 1 of 2 claims; sdebnn: 1 not drawn
+    assert first_page.startswith("bnnrepro: reproduction report Summary")
+    assert "Variational Inference for Infinitely Deep Neural Networks paper 2 2 0 1 1 1 of 2" in first_page
+    assert "Infinitely Deep Bayesian Neural Networks with SDEs not drawn 1 0 0 0 0 –" in first_page
+    assert "Total 3 2 0 1 1 1 of 2" in first_page
+    assert "differs: udn/table1; not comparable: udn/fig2" in first_page and "not drawn: sdebnn/fig1" in first_page
+    assert '"studies"' not in first_page  # the whole configuration is the last section, linked from here
+    last_page = " ".join(PdfReader(out).pages[-1].extract_text().split())
+    assert 'Configuration { "scale": "smoke", "studies": [ "udn_spirals" ] }' in last_page
+
+
+def test_a_table_is_shown_in_its_papers_layout(manifest: Path, tmp_path: Path) -> None:
+    """Rows x columns, each cell ours over the published value (the CSV keeps a row per cell)."""
     out = tmp_path / "report.pdf"
     build_report(manifest, out)
     text = pdf_text(out.read_bytes())
-    # udn: 2 reproduced, 0 not yet, 1 diagram, 3 in all; sdebnn: 0, 1, 0, 1; total: 2, 1, 1, 4.
-    assert "Variational Inference for Infinitely Deep Neural Networks 2 0 1 3" in text
-    assert "Total 2 1 1 4" in text
-    assert "2 of 3 artifacts that carry data are reproduced (67%)" in text
+    assert "accuracy NLL UDN 91.7 ± 0.310 (n=5) paper 92.0 ± 0.500 0.0123 (n=5) paper 0.200 ± 0.0100" in text
+    assert "ResNet 88.4 ± 0.200 (n=3)" in text
+
+
+def test_a_drawn_artifact_without_its_checks_names_the_missing_file(manifest: Path, tmp_path: Path) -> None:
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["artifacts"][1].update(verdict=None, checks_file="reports/checks/udn_table1.json")
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match=r"udn/table1.*reports/checks/udn_table1\.json"):
+        build_report(manifest, tmp_path / "report.pdf")
 
 
 def test_same_manifest_gives_the_same_pdf(manifest: Path, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/
     results/<scale>/timestamps.json             the results' recorded time order (bnnrepro.result_timestamps)
     reports/figures/<stem>.{pdf,png}, reports/tables/<stem>.{csv,md,tex}, reports/report.{pdf,typ}
         (a study of your own: its table reports/tables/study_<study>.{csv,md,tex})
+    reports/checks/<stem>.json                  an artifact's caption claims and table cells, checked
     logs/<step>/...                             one log per job
     .snakemake/bnnrepro/dag_cache.json          DAG-time work kept between snakemake calls (bnnrepro.dag_cache)
 """
@@ -164,6 +165,12 @@ def artifact_file(output: str, extension: str, stem: str = "{stem}") -> str:
     if extension not in ARTIFACT_FORMATS[output]:
         raise ValueError(f"a {output} is written as {', '.join(ARTIFACT_FORMATS[output])}, not {extension!r}")
     return f"{ARTIFACT_FOLDERS[output]}/{stem}.{extension}"
+
+
+def artifact_checks_file(stem: str = "{stem}") -> str:
+    """What the job drawing a figure or table checked against the paper (its caption claims, and a table's cells
+    against the published error), for the report's verdict: reports/checks/<stem>.json."""
+    return f"{REPORTS}/checks/{stem}.json"
 
 
 def study_summary_stem(study: str = "{study}") -> str:

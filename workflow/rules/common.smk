@@ -5,6 +5,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import threading
 
 from pathlib import Path
@@ -30,6 +31,7 @@ from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_f
 from bnnrepro.files import UnreadableFileError
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
+from bnnrepro.report import INVOCATION_VARIABLE
 from bnnrepro.result_checks import verify_files
 from bnnrepro.result_timestamps import record, restore
 from bnnrepro.sources import project_paths, source_files
@@ -44,6 +46,10 @@ from bnnrepro.studies import (
 from bnnrepro.train_configs import check_protocol_files, composed_files
 
 validate(config, schema="../schemas/config.schema.yaml")
+
+# The command that runs the workflow, for the report's provenance (bnnrepro.report.manifest); a job's own
+# snakemake (a cluster job) keeps the one of the snakemake that started it.
+os.environ.setdefault(INVOCATION_VARIABLE, shlex.join(["snakemake", *sys.argv[1:]]))
 
 SCALE = config["scale"]
 SCALE_NAMES = "|".join(SCALES)
@@ -316,9 +322,11 @@ def evaluation_gpus(wildcards):
 
 def artifact_inputs(wildcards):
     study, implementation = ARTIFACTS[wildcards.stem]
-    code = source_files("bnnrepro.artifacts.__main__", implementation.module, record=DAG_RECORD)
+    claims = [implementation.claims_module] if implementation.claims_module else []
+    code = source_files("bnnrepro.artifacts.__main__", implementation.module, *claims, record=DAG_RECORD)
     inputs = {"code": code + project_paths([CATALOG])}
-    if implementation.uses == "metrics":
+    # the caption claims of a figure drawn from runs may rest on the study's metrics too
+    if implementation.uses == "metrics" or (claims and study_runs(study)):
         inputs["metrics"] = layout.study_metrics_file(study_scale(study.name), study.name)
     if implementation.uses == "data":
         inputs["data"] = list(implementation.data_files)
@@ -355,6 +363,11 @@ def artifact_files(kind):
     ]
 
 
+def artifact_checks_files():
+    """The checks (caption claims, table cells) of every implemented figure and table."""
+    return [layout.artifact_checks_file(stem) for stem in ARTIFACTS]
+
+
 def result_files():
     """Every file the workflow makes at the studies' scales: data, runs, tidy metrics, figures, tables, the report."""
     runs = [run for study in STUDIES.values() for run in study_runs(study)]
@@ -369,6 +382,7 @@ def result_files():
             *evaluation_extra_data(),
             *artifact_files("figure"),
             *artifact_files("table"),
+            *artifact_checks_files(),
             *(
                 path
                 for table in own_study_tables()

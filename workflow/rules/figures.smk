@@ -12,6 +12,7 @@ rule figure:
             labels={"artifact": "{stem}"},
         ),
         png=layout.artifact_file("figure", "png"),
+        checks=layout.artifact_checks_file(),
     log:
         layout.log_file("figures", "{stem}"),
     wildcard_constraints:
@@ -21,7 +22,7 @@ rule figure:
     params:
         arguments=artifact_arguments,
     shell:
-        "python -m bnnrepro.artifacts {params.arguments} --outputs {output.pdf} {output.png} > {log} 2>&1"
+        "python -m bnnrepro.artifacts {params.arguments} --outputs {output.pdf} {output.png} --checks {output.checks} > {log} 2>&1"
 
 
 rule table:
@@ -36,6 +37,7 @@ rule table:
         ),
         md=layout.artifact_file("table", "md"),
         tex=layout.artifact_file("table", "tex"),
+        checks=layout.artifact_checks_file(),
     log:
         layout.log_file("tables", "{stem}"),
     wildcard_constraints:
@@ -45,4 +47,4 @@ rule table:
     params:
         arguments=artifact_arguments,
     shell:
-        "python -m bnnrepro.artifacts {params.arguments} --outputs {output.csv} {output.md} {output.tex} > {log} 2>&1"
+        "python -m bnnrepro.artifacts {params.arguments} --outputs {output.csv} {output.md} {output.tex} --checks {output.checks} > {log} 2>&1"

@@ -5,6 +5,7 @@ rule report_manifest:
     input:
         figures=artifact_files("figure"),
         tables=artifact_files("table"),
+        checks=artifact_checks_files(),
         own_study_tables=own_study_tables(),
         metrics=all_study_metrics(),
         code=report_code("bnnrepro.report.manifest"),

@@ -2,7 +2,8 @@
 
 The draw functions' modules import torch, matplotlib and seaborn (seconds); the workflow needs only what their
 `@figure`/`@table` decorators declare: the output kind, what the artifact reads (the study's metrics, data files,
-or one file of some runs) and where its code is. `declarations` imports the modules once, records those fields
+or one file of some runs), where its code is, and the module of its caption claims if it has any
+(`bnnrepro.fidelity.claims`). `declarations` imports the modules once, records those fields
 (`bnnrepro.dag_cache`) under a digest of every source file the modules run, the catalog they register against
 and config/, and reads them back on later `snakemake` calls until one of those files changes.
 """
@@ -10,13 +11,14 @@ and config/, and reads them back on later `snakemake` calls until one of those f
 from __future__ import annotations
 
 import inspect
+import pkgutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bnnrepro.artifacts.registry import CATALOG, artifact_stem, drawing_modules, implementations
 from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.paths import config_dir
-from bnnrepro.sources import module_closure
+from bnnrepro.sources import PACKAGE_DIR, module_closure
 from bnnrepro.studies import Run
 
 
@@ -34,6 +36,7 @@ class ArtifactDeclaration:
     run_file: str | None = None
     methods: tuple[str, ...] = ()
     datasets: tuple[str, ...] = ()
+    claims_module: str | None = None  # where its caption claims are checked; None when it has none
 
     @property
     def stem(self) -> str:
@@ -52,7 +55,8 @@ class ArtifactDeclaration:
 def declarations(scale: str, record: Path | None = None) -> dict[str, ArtifactDeclaration]:
     """{artifact id: declaration} of every drawn artifact at `scale`, read from `record` while the files the
     drawing modules run, the catalog and config/ are unchanged."""
-    code = set().union(*(module_closure(module, record) for module in drawing_modules()))
+    modules = [*drawing_modules(), *_claims_modules()]
+    code = set().union(*(module_closure(module, record) for module in modules))
     digest = files_digest([*sorted(code), CATALOG, *sorted(config_dir().rglob("*.yaml"))], scale)
     fields = cached(record, f"artifacts/{scale}", digest, lambda: _declare(scale))
     return {
@@ -61,7 +65,17 @@ def declarations(scale: str, record: Path | None = None) -> dict[str, ArtifactDe
     }
 
 
+def _claims_modules() -> list[str]:
+    """The modules of `bnnrepro.fidelity.claims`, found without importing them."""
+    return [
+        f"bnnrepro.fidelity.claims.{module.name}"
+        for module in pkgutil.iter_modules([str(PACKAGE_DIR / "fidelity" / "claims")])
+    ]
+
+
 def _declare(scale: str) -> dict[str, dict]:
+    from bnnrepro.fidelity.claims import claims_module, claims_of
+
     return {
         artifact_id: asdict(
             ArtifactDeclaration(
@@ -74,6 +88,7 @@ def _declare(scale: str) -> dict[str, dict]:
                 run_file=implementation.run_file,
                 methods=implementation.methods,
                 datasets=implementation.datasets,
+                claims_module=claims_module(implementation.draw.__module__) if claims_of(artifact_id) else None,
             )
         )
         for artifact_id, implementation in implementations().items()

@@ -1,11 +1,14 @@
-"""Write artifacts to disk: figures as PDF and PNG, tables as CSV, Markdown and LaTeX.
+"""Write artifacts to disk: figures as PDF and PNG, tables as CSV, Markdown and LaTeX, and what was checked
+against the paper as JSON.
 
 A table puts ours beside the published numbers of the catalog: the difference, and whether ours lies
-within the published error (|ours - published| <= published error).
+within the published error (|ours - published| <= published error). Every figure names its scale in its
+lower right corner, so that a figure copied out of reports/ (which holds the last-built scale) says what it is.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -33,6 +36,12 @@ def standard_deviation(values: pd.Series) -> float:
 def standard_error(values: pd.Series) -> float:
     """std / sqrt(n) of the seeds' values; NaN for one seed."""
     return standard_deviation(values) / math.sqrt(len(values))
+
+
+def stamp_scale(fig: Figure, scale: str, standin: bool) -> None:
+    """Write the scale (and 'stand-in data' where the data are not the paper's) in the figure's lower right corner."""
+    label = f"{scale} scale" + (", stand-in data" if standin else "")
+    fig.text(0.995, 0.005, label, ha="right", va="bottom", fontsize=7, color="0.35")
 
 
 def save_figure(fig: Figure, pdf: Path, png: Path) -> None:
@@ -66,6 +75,20 @@ def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) 
     table["n_runs"] = table["n_runs"].astype("Int64")
     table["standin"] = standin
     return table[TABLE_COLUMNS]
+
+
+def within_error_counts(table: pd.DataFrame) -> dict[str, int]:
+    """How many of a comparison table's cells lie within the published error, outside it, or have ours and a
+    published value but no published error to judge by."""
+    known = table["within_published_error"].dropna().astype(bool)
+    both = table["ours"].notna() & table["published"].notna()
+    return {"within": int(known.sum()), "outside": int((~known).sum()), "no_error": int(both.sum() - len(known))}
+
+
+def save_checks(path: Path, claims: list[dict], table: pd.DataFrame | None) -> None:
+    """The artifact's caption claims as checked ({claim, holds, evidence}) and, for a table, its cell counts."""
+    checks = {"claims": claims, "cells": within_error_counts(table) if table is not None else None}
+    write_atomic(path, lambda tmp: tmp.write_text(json.dumps(checks, indent=1, ensure_ascii=False)))
 
 
 def _format(value) -> str:

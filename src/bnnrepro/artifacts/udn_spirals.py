@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.published_points import overlay_published, published_legend, published_points
 from bnnrepro.artifacts.registry import figure, table
 from bnnrepro.data.registry import data_path
 from bnnrepro.data.spec import Splits
@@ -97,10 +98,12 @@ def depth_note(scale: str) -> str:
 
 @figure("udn/fig3b", note=depth_note)
 def depth_vs_omega(context: ArtifactContext) -> Figure:
+    """Boxes of E_q[ℓ] over seeds at each ω (on ω's own scale), and the ω from which the paper's runs disagree."""
     rows = context.metric("last_expected_depth")
     rows = rows[(rows["method"] == "udn") & np.isclose(rows["lr"], 0.005)]
     fig, ax = plt.subplots(figsize=(6, 4))
-    sns.boxplot(rows, x="omega", y="value", color=UDN_COLOUR, ax=ax)
+    sns.boxplot(rows, x="omega", y="value", color=UDN_COLOUR, native_scale=True, ax=ax)
+    overlay_published(ax, published_points("udn/fig3b"), published_legend("udn/fig3b"))
     ax.set(xlabel="ω", ylabel="posterior mean depth E_q[ℓ]")
     fig.tight_layout()
     return fig

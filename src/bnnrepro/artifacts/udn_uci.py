@@ -8,6 +8,12 @@ from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.published_points import (
+    on_categorical_axis,
+    overlay_published,
+    published_legend,
+    published_points,
+)
 from bnnrepro.artifacts.registry import figure
 from bnnrepro.studies import load_study
 
@@ -51,7 +57,8 @@ def _selected(context: ArtifactContext, metric: str) -> pd.DataFrame:
 
 @figure("udn/fig8", note=scale_note)
 def uci_rmse_and_depth(context: ArtifactContext) -> Figure:
-    """Top: test RMSE per set and model (one panel per set, each in its own units); bottom: E_q[l] of the UDN."""
+    """Top: test RMSE per set and model (one panel per set, each in its own units); bottom: E_q[l] of the UDN, with
+    the paper's bound E_q[l] < 2 on the first five sets (App. B.4; it states no RMSE)."""
     rmse = _selected(context, "test_rmse_original")
     depth = _selected(context, "expected_depth")
     depth = depth[depth["method"] == "udn"]
@@ -71,7 +78,8 @@ def uci_rmse_and_depth(context: ArtifactContext) -> Figure:
         ax.tick_params(axis="x", labelrotation=90)
     ax = fig.add_subplot(grid[1, :])
     sns.pointplot(depth, x="set", y="value", order=sets, color=UDN_COLOUR, errorbar="sd", linestyle="none", ax=ax)
-    ax.axhline(2, color="grey", linewidth=0.8, linestyle="--")
+    bounds = on_categorical_axis(published_points("udn/fig8"), sets)
+    overlay_published(ax, bounds, published_legend("udn/fig8"))
     ax.set(xlabel="", ylabel="UDN posterior E_q[ℓ]")
     fig.tight_layout()
     return fig

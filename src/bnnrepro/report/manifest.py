@@ -4,7 +4,12 @@ table of each study of your own (`paper: own`).
 `python -m bnnrepro.report.manifest --config JSON --out results/<scale>/report_manifest.json`
 
 Each reproduced artifact names the function that drew it, as module, file and line at the checkout's commit;
-the workflow makes the files of those functions inputs of the manifest job, so a moved line rebuilds it.
+the workflow makes the files of those functions inputs of the manifest job, so a moved line rebuilds it. Each
+carries its verdict against the paper (`bnnrepro.report.verdicts`), made from the checks its job wrote.
+
+The provenance records the command that ran the workflow (the environment variable INVOCATION_VARIABLE, which
+the Snakefile sets) and its whole configuration. The command is not part of the job's rerun decision on purpose:
+it says which command built this manifest, and a later command that finds it up to date did not.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import platform
 import subprocess
 from collections.abc import Callable
@@ -26,7 +32,9 @@ from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.files import write_atomic
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.paths import project_root
+from bnnrepro.report import INVOCATION_VARIABLE
 from bnnrepro.report.run_checks import study_run_checks
+from bnnrepro.report.verdicts import artifact_verdict
 from bnnrepro.sources import PACKAGE_DIR
 from bnnrepro.studies import configured_scale, load_study
 
@@ -73,9 +81,20 @@ def uses_standin(metrics_file: Path) -> bool:
     return metrics_file.exists() and bool(pd.read_csv(metrics_file, usecols=["standin"])["standin"].any())
 
 
-def _study_scales_argument(study_scales: dict) -> str:
-    listed = ", ".join(f"{study}: {scale}" for study, scale in sorted(study_scales.items()))
-    return f" 'study_scales={{{listed}}}'" if listed else ""
+def invocation() -> str:
+    """The command that ran the workflow, as the Snakefile recorded it."""
+    return os.environ.get(INVOCATION_VARIABLE, "python -m bnnrepro.report.manifest (not run by snakemake)")
+
+
+def verdict_fields(root: Path, stem: str, scale: str, uses: str, standin: bool) -> dict:
+    """The artifact's checks (reports/checks/<stem>.json: caption claims, table cells) and its verdict; an empty
+    verdict where the checks file is missing (the report then stops with its name)."""
+    checks_file = root / layout.artifact_checks_file(stem)
+    if not checks_file.is_file():
+        return {"verdict": None, "checks_file": layout.artifact_checks_file(stem)}
+    checks = json.loads(checks_file.read_text(encoding="utf-8"))
+    verdict = artifact_verdict(scale, uses, standin, checks)
+    return {"verdict": verdict.label, "verdict_reason": verdict.reason, **checks}
 
 
 def build_manifest(config: dict) -> dict:
@@ -100,17 +119,21 @@ def build_manifest(config: dict) -> dict:
     artifacts = []
     for entry in catalog()["artifacts"]:
         item = {key: entry.get(key) for key in ("id", "paper", "title", "kind", "caption", "shows")}
+        item["published_points"] = entry.get("published_points", {}).get("note")
         if entry["kind"] == "diagram":
             item.update(status="diagram", diagram_reason=entry["diagram_reason"], files={})
         elif entry["id"] in reproduced:
             study, study_scale, implementation, standin, checks = reproduced[entry["id"]]
+            missing = "missing" in checks
             item.update(
-                status="not yet reproduced" if "missing" in checks else "reproduced", **checks,
+                status="not yet reproduced" if missing else "reproduced", **checks,
                 study=study.name, scale=study_scale, standin=standin,
                 note=implementation.note(study_scale),
                 files=layout.artifact_files(implementation.output, implementation.stem),
                 drawn_by=drawn_by(implementation.draw, root, commit),
             )  # fmt: skip
+            if not missing:
+                item.update(verdict_fields(root, implementation.stem, study_scale, implementation.uses, standin))
         else:
             item.update(status="not yet reproduced", files={})
         artifacts.append(item)
@@ -119,7 +142,7 @@ def build_manifest(config: dict) -> dict:
         "scale": scale,
         "study_scales": config.get("study_scales", {}),
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": f"snakemake --config scale={scale}" + _study_scales_argument(config.get("study_scales", {})),
+        "command": invocation(),
         "config": config,
         "versions": {"python": platform.python_version(), **{p: version(p) for p in PACKAGES}},
     }

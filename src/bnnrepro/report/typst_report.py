@@ -18,8 +18,11 @@ import pandas as pd
 import typst
 
 from bnnrepro.files import write_atomic
+from bnnrepro.report.summary import NOT_DRAWN, summary_rows
+from bnnrepro.report.verdicts import VERDICTS
 
-STATUS_LABELS = {"reproduced": "reproduced", "not yet reproduced": "not yet reproduced", "diagram": "diagram: no data"}
+# "reproduced" in the manifest says the artifact was drawn; whether it agrees with the paper is its verdict.
+STATUS_LABELS = {"reproduced": "drawn", "not yet reproduced": "not yet reproduced", "diagram": "diagram: no data"}
 
 PREAMBLE = r"""
 #set page(paper: "a4", margin: 2cm, numbering: "1 / 1")
@@ -31,32 +34,40 @@ PREAMBLE = r"""
 #show heading.where(level: 1): set block(above: 1.8em, below: 0.9em)
 #show raw: set text(size: 8.5pt)
 
-#let status-color = ("reproduced": rgb("#2e7d32"), "not yet reproduced": rgb("#c62828"), "diagram": luma(110))
+#let status-color = ("reproduced": rgb("#1565c0"), "not yet reproduced": rgb("#c62828"), "diagram": luma(110))
+#let verdict-color = ("matches": rgb("#2e7d32"), "differs": rgb("#c62828"), "not comparable": luma(110))
+#let cell-fill = (within: rgb("#e8f5e9"), outside: rgb("#ffebee"))
 
-#let badge(status, label) = box(
-  fill: status-color.at(status).lighten(88%),
-  stroke: 0.5pt + status-color.at(status),
+#let badge(color, label) = box(
+  fill: color.lighten(88%),
+  stroke: 0.5pt + color,
   inset: (x: 3pt, y: 1.5pt),
   outset: (y: 1pt),
   radius: 2pt,
-  text(size: 8.5pt, weight: "bold", fill: status-color.at(status), label),
+  text(size: 8.5pt, weight: "bold", fill: color, label),
 )
 
-#let artifact(id, title, status, label, standin: false, fields: (), body: none, breakable: true) = block(
+// One artifact entry, labelled with its id so that the summary links to it.
+#let artifact(
+  id, title, status, status-label, verdict: none, standin: false, fields: (), body: none, breakable: true,
+) = [#block(
   width: 100%,
   breakable: breakable,
   above: 1.5em,
   inset: (left: 6pt, y: 2pt),
-  stroke: (left: 1.5pt + status-color.at(status)),
+  stroke: (left: 1.5pt + if verdict != none { verdict-color.at(verdict) } else { status-color.at(status) }),
   {
-    block(below: 0.7em, sticky: true)[#raw(id) #h(0.3em) #strong(title) #h(0.3em) #badge(status, label)]
+    let verdict-badge = if verdict != none { badge(verdict-color.at(verdict), verdict) }
+    block(below: 0.7em, sticky: true)[
+      #raw(id) #h(0.3em) #strong(title) #h(0.3em) #badge(status-color.at(status), status-label) #verdict-badge
+    ]
     if standin {
       block(below: 0.7em, text(weight: "bold", fill: rgb("#c62828"), "(computed on a stand-in dataset)"))
     }
     for (name, value) in fields { block(spacing: 0.55em)[#strong(name) #value] }
     if body != none { block(above: 0.9em, body) }
   },
-)
+) #label(id)]
 """
 
 # A figure spans the text width unless that would make it taller than the maximum height.
@@ -116,46 +127,58 @@ def _published_cell(row: pd.Series) -> str:
     return _with_error(row["published"], row["published_error"]) if _present(row["published"]) else "–"
 
 
-def _difference_cell(row: pd.Series) -> str:
-    value = row["difference"]
-    return (("+" if value > 0 else "") + format_number(value)) if _present(value) else "–"
+_MAX_TABLE_COLUMNS = 8  # a wider table is shown transposed when that makes it narrower
+_TABLE_LEGEND = (
+    "Each cell: ours (± error, n runs) and, below, the paper's value. Green: within the published error; red: "
+    "outside it; uncoloured: no published error to judge by. The long form, with the differences, is the table's CSV."
+)
 
 
-def _within_cell(row: pd.Series) -> str:
-    value = row["within_published_error"]
-    return ("✓" if _is_true(value) else "✗") if _present(value) else "–"
+def _paper_cell(row: pd.Series) -> str:
+    """A cell of the paper-layout table: ours over the published value, filled by whether ours is within its error."""
+    lines = [typst_str(_ours_cell(row))]
+    if _present(row["published"]):
+        lines.append(f"text(size: 7pt, fill: luma(80), {typst_str('paper ' + _published_cell(row))})")
+    within = row["within_published_error"]
+    fill = ("cell-fill.within" if _is_true(within) else "cell-fill.outside") if _present(within) else "none"
+    return f"table.cell(fill: {fill}, stack(dir: ttb, spacing: 2pt, {', '.join(lines)}))"
 
 
-def _row_cell(row: pd.Series) -> str:
-    label = str(row["row"]) if _present(row["row"]) else ""
-    return label + (" †" if _is_true(row["standin"]) else "")
-
-
-# header, alignment, the CSV column that must hold data for the table column to be shown, cell formatter
-_TABLE_COLUMNS = [
-    ("Row", "left", "row", _row_cell),
-    ("Column", "left", "column", lambda row: str(row["column"]) if _present(row["column"]) else ""),
-    ("Ours (± error, n)", "right", "ours", _ours_cell),
-    ("Published (± error)", "right", "published", _published_cell),
-    ("Difference", "right", "difference", _difference_cell),
-    ("Within published error", "center", "within_published_error", _within_cell),
-]
+def _label(value: object) -> str:
+    return str(value) if _present(value) else ""
 
 
 def table_from_csv(csv_path: Path) -> str:
-    """A Typst table (breaking across pages, header repeated) of a comparison table CSV."""
+    """A comparison table CSV (a row per cell) in its paper's layout, rows x columns, breaking across pages with the
+    header repeated; transposed when it has more than `_MAX_TABLE_COLUMNS` columns and fewer rows."""
     frame = pd.read_csv(csv_path, dtype={"row": str, "column": str})
-    columns = [column for column in _TABLE_COLUMNS if frame[column[2]].map(_present).any()]
-    rows = [", ".join(typst_str(fmt(row)) for *_, fmt in columns) for _, row in frame.iterrows()]
+    frame["row"], frame["column"] = frame["row"].map(_label), frame["column"].map(_label)
+    row_key, column_key = "row", "column"
+    if frame["column"].nunique() > _MAX_TABLE_COLUMNS and frame["row"].nunique() < frame["column"].nunique():
+        row_key, column_key = "column", "row"
+    duplicated = frame[frame.duplicated(["row", "column"])]
+    if not duplicated.empty:
+        first = duplicated.iloc[0]
+        raise ValueError(f"{csv_path}: two cells at row {first['row']!r}, column {first['column']!r}")
+    rows, columns = list(dict.fromkeys(frame[row_key])), list(dict.fromkeys(frame[column_key]))
+    cells = {(cell[row_key], cell[column_key]): cell for _, cell in frame.iterrows()}
+    standin_rows = set(frame.loc[frame["standin"].map(_is_true), row_key])
+    body = [
+        ", ".join(
+            [typst_str(row + (" †" if row in standin_rows else ""))]
+            + [_paper_cell(cells[row, column]) if (row, column) in cells else '""' for column in columns]
+        )
+        for row in rows
+    ]
     table = (
-        f"table(columns: {len(columns)}, align: {_array([align for _, align, *_ in columns])},\n"
-        f"  table.header({', '.join(typst_str(header) for header, *_ in columns)}),\n"
-        + "".join(f"  {row},\n" for row in rows)
+        f"table(columns: (auto,{' 1fr,' * len(columns)}), align: (left,{' right,' * len(columns)}),\n"
+        f"  table.header({', '.join(typst_str(header) for header in ['', *columns])}),\n"
+        + "".join(f"  {row},\n" for row in body)
         + ")"
     )
-    if frame["standin"].map(_is_true).any():
-        table += ' + v(0.3em) + text(size: 8.5pt, "† computed on a stand-in dataset")'
-    return f"text(size: 9pt, {table})"
+    notes = [_TABLE_LEGEND] + (["† computed on a stand-in dataset"] if standin_rows else [])
+    legend = " + ".join(f"par(text(size: 7.5pt, {typst_str(note)}))" for note in notes)
+    return f"text(size: 8pt, {table}) + v(0.3em) + {legend}"
 
 
 def _png_size(png: Path) -> tuple[int, int]:
@@ -201,11 +224,38 @@ def drawn_by_text(drawn_by: dict) -> str:
     return f"{where} at commit {drawn_by['commit']}" + (" + local changes" if drawn_by["local_changes"] else "")
 
 
+_CLAIM_MARKS = {True: "✓ holds", False: "✗ does not hold", None: "– not checked"}
+
+
+def claims_text(claims: list[dict]) -> str:
+    """One line per caption claim: whether it holds on our results, the paper's words and the numbers behind it."""
+    return "\n".join(f"{_CLAIM_MARKS[c['holds']]}: {c['claim']} ({c['evidence']})" for c in claims)
+
+
+def _verdict(artifact: dict) -> str | None:
+    """The verdict of a drawn artifact; an error naming the checks file where the manifest could not make one."""
+    if artifact["status"] != "reproduced":
+        return None
+    if artifact.get("verdict") is None:
+        raise FileNotFoundError(f"artifact {artifact['id']}: missing checks file {artifact.get('checks_file')}")
+    return artifact["verdict"]
+
+
+def _published_values(artifact: dict) -> str | None:
+    """For a drawn figure: where the paper states numbers for it (overlaid in black on ours), or that it states none."""
+    if artifact["status"] != "reproduced" or "png" not in artifact.get("files", {}):
+        return None
+    note = artifact.get("published_points")
+    return f"overlaid in black on our figure; {note}" if note else "the paper states no numbers for this figure."
+
+
 def render_artifact(artifact: dict, root: Path) -> str:
-    """One artifact entry: heading line with status badge, the paper's caption, our note, figure or table."""
+    """One artifact entry: heading line with status and verdict badges, the paper's caption, our note, the verdict's
+    reason, the caption claims as checked, figure or table."""
     status = artifact["status"]
     if status not in STATUS_LABELS:
         raise ValueError(f"artifact {artifact['id']}: unknown status {status!r}")
+    verdict = _verdict(artifact)
     fields = [
         ("Paper:", artifact.get("caption")),
         ("Published figure shows:", artifact.get("shows")),
@@ -213,6 +263,9 @@ def render_artifact(artifact: dict, root: Path) -> str:
         ("Study:", artifact.get("study")),
         ("Scale:", artifact.get("scale")),
         ("Note:", artifact.get("note")),
+        ("Published values:", _published_values(artifact)),
+        ("Verdict:", f"{verdict}: {artifact['verdict_reason']}" if verdict else None),
+        ("Caption claims:", claims_text(artifact.get("claims", []))),
         ("Missing:", artifact.get("missing")),
         ("Run checks:", artifact.get("flags")),
         ("Drawn by:", drawn_by_text(artifact["drawn_by"]) if "drawn_by" in artifact else None),
@@ -222,6 +275,7 @@ def render_artifact(artifact: dict, root: Path) -> str:
     args = [typst_str(artifact["id"]), typst_str(artifact.get("title", "")), typst_str(status)]
     return (
         f"#artifact({', '.join(args)}, {typst_str(STATUS_LABELS[status])},\n"
+        f"  verdict: {typst_str(verdict) if verdict else 'none'},\n"
         f"  standin: {'true' if artifact.get('standin') else 'false'},\n"
         f"  fields: {_array(pairs)},\n"
         f"  body: {body},\n"
@@ -247,7 +301,7 @@ def scale_text(provenance: dict) -> str:
 
 
 def render_provenance(provenance: dict) -> str:
-    """Git commit, scale, time, command, versions, and the configuration as a monospace block."""
+    """Git commit, scale, time, the command that ran the workflow, versions (the configuration is an appendix)."""
     commit = str(provenance.get("git_commit", "unknown"))
     dirty = ' + " (uncommitted changes)"' if provenance.get("git_dirty") else ""
     versions = ", ".join(f"{name} {version}" for name, version in provenance.get("versions", {}).items())
@@ -256,39 +310,74 @@ def render_provenance(provenance: dict) -> str:
         ("Scale", typst_str(scale_text(provenance))),
         ("Created", typst_str(provenance.get("created", ""))),
         ("Command", f"raw({typst_str(provenance.get('command', ''))})"),
+        ("Configuration", 'link(label("configuration"), "in full at the end of the report")'),
         ("Versions", typst_str(versions)),
     ]
-    config = json.dumps(provenance.get("config", {}), indent=2, ensure_ascii=False)
     cells = ", ".join(f"strong({typst_str(name)}), {value}" for name, value in rows)
     return (
         '#heading(level: 1, "Provenance")\n'
         f"#grid(columns: (auto, 1fr), column-gutter: 1em, row-gutter: 0.65em, {cells})\n"
-        "#block(above: 1em, width: 100%, fill: luma(245), inset: 6pt, radius: 2pt, "
+    )
+
+
+def render_configuration(provenance: dict) -> str:
+    """The workflow's whole configuration as a monospace block."""
+    config = json.dumps(provenance.get("config", {}), indent=2, ensure_ascii=False)
+    return (
+        '#heading(level: 1, "Configuration") #label("configuration")\n'
+        "#block(width: 100%, fill: luma(245), inset: 6pt, radius: 2pt, "
         f"text(size: 8pt, raw({typst_str(config)}, block: true)))\n"
     )
 
 
-def render_progress(manifest: dict, groups: dict[str, list[dict]]) -> str:
-    """One row per paper: reproduced / not yet reproduced / diagrams / total, a total row and a summary line."""
-    statuses = ["reproduced", "not yet reproduced", "diagram"]
-    counts = {
-        paper: [sum(a["status"] == s for a in artifacts) for s in statuses] for paper, artifacts in groups.items()
-    }
-    totals = [sum(column) for column in zip(*counts.values(), strict=True)] if counts else [0, 0, 0]
-    rows = [
-        ", ".join([typst_str(manifest["papers"][paper].get("title", paper))] + [typst_str(n) for n in [*row, sum(row)]])
-        for paper, row in counts.items()
-    ]
-    rows.append(", ".join(f"strong({typst_str(n)})" for n in ["Total", *totals, sum(totals)]))
-    with_data = totals[0] + totals[1]
-    share = f" ({100 * totals[0] / with_data:.0f}%)" if with_data else ""
-    summary = f"{totals[0]} of {with_data} artifacts that carry data are reproduced{share}; {totals[2]} are diagrams."
+def _links(ids: list[str]) -> str:
+    """Typst links to the artifacts' entries, comma separated."""
+    return " + [, ] + ".join(f"link(label({typst_str(i)}), raw({typst_str(i)}))" for i in ids)
+
+
+_SUMMARY_INTRO = (
+    "Drawn: the pipeline made the figure or table. Verdict: matches (every cell with a published error lies within "
+    "it and every caption claim the runs can check holds), differs (one does not), or not comparable (stand-in data, "
+    "a scale smaller than the paper's, or nothing to judge by); each entry says why. Claims: the caption's "
+    "qualitative claims checked on our results."
+)
+
+
+def render_summary(manifest: dict) -> str:
+    """Per work and scale: artifacts, drawn, each verdict, claims holding; then each work's artifacts by verdict,
+    linked to their entries."""
+    rows = summary_rows(manifest)
+    cells = []
+    for row in rows:
+        claims = f"{row.claims_holding} of {row.claims_checked}" if row.claims_checked else "–"
+        counts = [len(row.artifacts), row.drawn, *(len(row.verdicts[v]) for v in VERDICTS), claims]
+        title = manifest["papers"][row.paper].get("title", row.paper)
+        cells.append(", ".join([typst_str(title), typst_str(row.scale), *(typst_str(n) for n in counts)]))
+    totals = [
+        sum(len(r.artifacts) for r in rows), sum(r.drawn for r in rows),
+        *(sum(len(r.verdicts[v]) for r in rows) for v in VERDICTS),
+        f"{sum(r.claims_holding for r in rows)} of {sum(r.claims_checked for r in rows)}",
+    ]  # fmt: skip
+    cells.append(", ".join(f"strong({typst_str(n)})" for n in ["Total", "", *totals]))
+    lists = []
+    for paper in manifest["papers"]:
+        groups = {verdict: [i for r in rows if r.paper == paper for i in r.verdicts[verdict]] for verdict in VERDICTS}
+        groups[NOT_DRAWN] = [i for r in rows if r.paper == paper and r.scale == NOT_DRAWN for i in r.artifacts]
+        parts = [f"[{name}: ] + {_links(ids)}" for name, ids in groups.items() if ids]
+        if parts:
+            title = typst_str(manifest["papers"][paper].get("title", paper))
+            lists.append(f"#par(strong({title}) + [: ] + {' + [; ] + '.join(parts)})\n")
+    headers = ["Work", "Scale", "Artifacts", "Drawn", "Matches", "Differs", "Not comparable", "Claims hold"]
     return (
-        '#heading(level: 1, "Progress")\n'
-        "#table(columns: (1fr, auto, auto, auto, auto), align: (left, right, right, right, right),\n"
-        '  table.header("Paper", "Reproduced", "Not yet reproduced", "Diagrams", "Total"),\n'
-        + "".join(f"  {row},\n" for row in rows)
-        + f")\n#par({typst_str(summary)})\n"
+        '#heading(level: 1, "Summary")\n'
+        f"#par(text(size: 9pt, {typst_str(_SUMMARY_INTRO)}))\n"
+        "#text(size: 9pt, table(columns: (1fr, auto, auto, auto, auto, auto, auto, auto),\n"
+        "  align: (left, left, right, right, right, right, right, right),\n"
+        f"  table.header({', '.join(typst_str(h) for h in headers)}),\n"
+        + "".join(f"  {cell},\n" for cell in cells)
+        + "))\n#text(size: 9pt)[\n"
+        + "".join(lists)
+        + "]\n"
     )
 
 
@@ -335,8 +424,16 @@ def render_typst(manifest: dict, root: Path) -> str:
     )
     papers = [render_paper(manifest["papers"][key], artifacts, root) for key, artifacts in groups.items()]
     own = render_own_studies(manifest.get("own_studies", []), root)
+    provenance = manifest.get("provenance", {})
     return "\n".join(
-        [header, render_provenance(manifest.get("provenance", {})), render_progress(manifest, groups), *papers, own]
+        [
+            header,
+            render_summary(manifest),
+            render_provenance(provenance),
+            *papers,
+            own,
+            render_configuration(provenance),
+        ]
     )
 
 
