@@ -25,7 +25,7 @@ SPECIAL = 'a#b $x$ *y* _z_ @ref <a> [x] \\ "q" ω ± 1'
 EXPECTED_TEXT = [
     "udn/fig2", "udn/table1", "udn/fig1", "sdebnn/fig1", "not yet reproduced", "diagram: no data", "drawn",
     "(computed on a stand-in dataset)", "abc123 (uncommitted changes)", "plate diagram; carries no data", SPECIAL,
-    "91.7 ± 0.310 (n=5)", "paper 92.0 ± 0.500", "0.0123", "✓ holds: The UDN is deep.", "✗ does not hold",
+    "91.7 ± 0.31 n=5", "paper 92.0 ± 0.50", "0.0123", "✓ holds: The UDN is deep.", "✗ does not hold",
     "Verdict: differs: 1 of 2 cells within the published error", "Verdict: not comparable: stand-in",
     "Scale: paper", "smoke (udn_spirals at paper)",  # each artifact's scale; the studies run at another scale
     "Command snakemake --cores 2 --config 'study_scales={udn_spirals: paper}'",
@@ -202,8 +202,8 @@ def test_a_table_is_shown_in_its_papers_layout(manifest: Path, tmp_path: Path) -
     out = tmp_path / "report.pdf"
     build_report(manifest, out)
     text = pdf_text(out.read_bytes())
-    assert "accuracy NLL UDN 91.7 ± 0.310 (n=5) paper 92.0 ± 0.500 0.0123 (n=5) paper 0.200 ± 0.0100" in text
-    assert "ResNet 88.4 ± 0.200 (n=3)" in text
+    assert "accuracy NLL UDN 91.7 ± 0.31 n=5 paper 92.0 ± 0.50 0.0123 n=5 paper 0.200 ± 0.010" in text
+    assert "ResNet 88.4 ± 0.20 n=3" in text
 
 
 def test_a_drawn_artifact_without_its_checks_names_the_missing_file(manifest: Path, tmp_path: Path) -> None:

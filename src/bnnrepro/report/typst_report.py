@@ -33,6 +33,7 @@ PREAMBLE = r"""
 #show heading.where(level: 1): set text(size: 14pt)
 #show heading.where(level: 1): set block(above: 1.8em, below: 0.9em)
 #show raw: set text(size: 8.5pt)
+#show link: set text(fill: rgb("#1565c0"))
 
 #let status-color = ("reproduced": rgb("#1565c0"), "not yet reproduced": rgb("#c62828"), "diagram": luma(110))
 #let verdict-color = ("matches": rgb("#2e7d32"), "differs": rgb("#c62828"), "not comparable": luma(110))
@@ -110,17 +111,10 @@ def _present(value: object) -> bool:
 
 
 def _with_error(value: float | str, error: float) -> str:
-    """A number with its error; a setting (text, as in a hyper-parameter table) as written."""
+    """A number with its error (two significant digits); a setting (text, as in a hyper-parameter table) as written."""
     if isinstance(value, str):
         return value
-    return format_number(value) + (f" ± {format_number(error)}" if _present(error) else "")
-
-
-def _ours_cell(row: pd.Series) -> str:
-    if not _present(row["ours"]):
-        return "–"
-    n_runs = f" (n={int(row['n_runs'])})" if _present(row["n_runs"]) else ""
-    return _with_error(row["ours"], row["ours_error"]) + n_runs
+    return format_number(value) + (f" ± {format_number(error, 2)}" if _present(error) else "")
 
 
 def _published_cell(row: pd.Series) -> str:
@@ -128,17 +122,23 @@ def _published_cell(row: pd.Series) -> str:
 
 
 _MAX_TABLE_COLUMNS = 8  # a wider table is shown transposed when that makes it narrower
+_NARROW_COLUMNS = 6  # a table with more columns is set in a smaller font
 _TABLE_LEGEND = (
-    "Each cell: ours (± error, n runs) and, below, the paper's value. Green: within the published error; red: "
-    "outside it; uncoloured: no published error to judge by. The long form, with the differences, is the table's CSV."
+    "Each cell: ours (± standard error over n runs) and, below in grey, the paper's value. Green: ours within the "
+    "published error; red: outside it; uncoloured: no published error to judge by. The long form, with the "
+    "differences, is the table's CSV."
 )
 
 
 def _paper_cell(row: pd.Series) -> str:
     """A cell of the paper-layout table: ours over the published value, filled by whether ours is within its error."""
-    lines = [typst_str(_ours_cell(row))]
+    ours = typst_str(_with_error(row["ours"], row["ours_error"]) if _present(row["ours"]) else "–")
+    if _present(row["n_runs"]):
+        runs = typst_str(f" n={int(row['n_runs'])}")
+        ours += f" + text(size: 0.8em, fill: luma(90), {runs})"
+    lines = [ours]
     if _present(row["published"]):
-        lines.append(f"text(size: 7pt, fill: luma(80), {typst_str('paper ' + _published_cell(row))})")
+        lines.append(f"text(size: 0.85em, fill: luma(90), {typst_str('paper ' + _published_cell(row))})")
     within = row["within_published_error"]
     fill = ("cell-fill.within" if _is_true(within) else "cell-fill.outside") if _present(within) else "none"
     return f"table.cell(fill: {fill}, stack(dir: ttb, spacing: 2pt, {', '.join(lines)}))"
@@ -178,7 +178,8 @@ def table_from_csv(csv_path: Path) -> str:
     )
     notes = [_TABLE_LEGEND] + (["† computed on a stand-in dataset"] if standin_rows else [])
     legend = " + ".join(f"par(text(size: 7.5pt, {typst_str(note)}))" for note in notes)
-    return f"text(size: 8pt, {table}) + v(0.3em) + {legend}"
+    size = "8pt" if len(columns) <= _NARROW_COLUMNS else "7pt"
+    return f"text(size: {size}, {table}) + v(0.3em) + {legend}"
 
 
 def _png_size(png: Path) -> tuple[int, int]:
@@ -363,7 +364,12 @@ def render_summary(manifest: dict) -> str:
     for paper in manifest["papers"]:
         groups = {verdict: [i for r in rows if r.paper == paper for i in r.verdicts[verdict]] for verdict in VERDICTS}
         groups[NOT_DRAWN] = [i for r in rows if r.paper == paper and r.scale == NOT_DRAWN for i in r.artifacts]
-        parts = [f"[{name}: ] + {_links(ids)}" for name, ids in groups.items() if ids]
+        parts = [
+            f'text(fill: verdict-color.at({typst_str(name)}, default: status-color.at("not yet reproduced")), '
+            f"{typst_str(name)}) + [: ] + {_links(ids)}"
+            for name, ids in groups.items()
+            if ids
+        ]
         if parts:
             title = typst_str(manifest["papers"][paper].get("title", paper))
             lists.append(f"#par(strong({title}) + [: ] + {' + [; ] + '.join(parts)})\n")
