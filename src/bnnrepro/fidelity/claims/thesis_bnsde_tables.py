@@ -5,6 +5,16 @@ from __future__ import annotations
 import pandas as pd
 
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.thesis_bnsde_tables import (
+    BLACK_BOX,
+    HYBRIDS,
+    KNOWLEDGE,
+    METRIC_COLUMNS,
+    MODELS,
+    lorenz_ablation,
+    mocap_benchmark,
+    row_label,
+)
 from bnnrepro.fidelity.claims import Outcome, claim, require
 
 
@@ -15,16 +25,12 @@ def _row_means(cells: pd.DataFrame, column: str) -> pd.Series:
 
 def _lorenz_mse(context: ArtifactContext) -> pd.Series:
     """{Table 6.1 row: mean test MSE over the repetitions} of the rows that ran."""
-    from bnnrepro.artifacts.thesis_bnsde_tables import METRIC_COLUMNS, lorenz_ablation
-
     return _row_means(lorenz_ablation(context), METRIC_COLUMNS["test_mse"])
 
 
 def _lorenz_gaps(context: ArtifactContext, first: str, second: str, suffixes: list[str]) -> tuple[pd.Series, str]:
     """Table 6.1's mean test MSE of study method `second` minus `first`, each with each suffix ('' or '@x', ...) where
     both ran, and the means they rest on; NotCheckable where no pair ran."""
-    from bnnrepro.artifacts.thesis_bnsde_tables import MODELS, row_label
-
     means = _lorenz_mse(context)
     pairs = [(row_label(first + suffix), row_label(second + suffix)) for suffix in suffixes]
     pairs = [(old, new) for old, new in pairs if {old, new} <= set(means.index)]
@@ -38,8 +44,6 @@ def _lorenz_gaps(context: ArtifactContext, first: str, second: str, suffixes: li
 def hybrids_beat_black_boxes(context: ArtifactContext) -> Outcome:
     """Holds when every hybrid row's mean test MSE ((iii) and (iv) with each prior knowledge that ran) is below every
     black-box row's ((i) and (ii), those that ran); row (v) is neither."""
-    from bnnrepro.artifacts.thesis_bnsde_tables import BLACK_BOX, HYBRIDS, KNOWLEDGE, row_label
-
     means = _lorenz_mse(context)
     black = [row for row in map(row_label, BLACK_BOX) if row in means.index]
     hybrid = [row for row in (row_label(f"{h}@{k}") for k in KNOWLEDGE for h in HYBRIDS) if row in means.index]
@@ -63,8 +67,6 @@ def pac_restricts_black_box(context: ArtifactContext) -> Outcome:
 def pac_improves_hybrids(context: ArtifactContext) -> Outcome:
     """Holds when (iv) E-PAC-Bayes-Hybrid's mean test MSE is below (iii) E-Bayes-Hybrid's for every prior knowledge
     that ran with both. The thesis' own numbers do not show it for γ=[0,0,1]: (iv) 28.37 > (iii) 27.82."""
-    from bnnrepro.artifacts.thesis_bnsde_tables import KNOWLEDGE
-
     gaps, evidence = _lorenz_gaps(context, "e_bayes_hybrid", "e_pac_bayes_hybrid", [f"@{k}" for k in KNOWLEDGE])
     return Outcome(bool((gaps < 0).all()), evidence)
 
@@ -76,8 +78,6 @@ def pac_improves_hybrids(context: ArtifactContext) -> Outcome:
 def full_model_best_on_mocap(context: ArtifactContext) -> Outcome:
     """Holds when (iv) E-PAC-Bayes-Hybrid has the lowest mean test MSE and the lowest mean test NLL of the rows we
     run (D-BNN (SGLD), D-BNN (VI), (i)-(iv); the cited rows are published numbers only)."""
-    from bnnrepro.artifacts.thesis_bnsde_tables import METRIC_COLUMNS, mocap_benchmark, row_label
-
     cells, full = mocap_benchmark(context), row_label("e_pac_bayes_hybrid@cmu")
     means = {column: _row_means(cells, column) for column in METRIC_COLUMNS.values()}
     require(all(full in m.index and len(m) > 1 for m in means.values()), f"CMU runs of {full} and another model")

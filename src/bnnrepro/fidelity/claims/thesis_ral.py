@@ -6,13 +6,19 @@ from __future__ import annotations
 import pandas as pd
 
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.thesis_ral import (
+    CONVERGENCE_LABELS,
+    UNCERTAINTY_LABELS,
+    ablation_results,
+    grid_setting,
+    history_frame,
+    labelling_results,
+)
 from bnnrepro.fidelity.claims import Outcome, claim, require
 
 
 def _labelling_means(context: ArtifactContext) -> pd.DataFrame:
     """[column x acquisition] mean test errors of Table 4.1's own runs, the columns where all four ran."""
-    from bnnrepro.artifacts.thesis_ral import labelling_results
-
     cells = labelling_results(context)
     means = cells.pivot(index="column", columns="row", values="ours").dropna()
     require(not means.empty and means.shape[1] == 4, "column with runs of all of Random, Maxent, BALD and RAL")
@@ -43,8 +49,6 @@ def random_weak_on_mnist(context: ArtifactContext) -> Outcome:
 @claim("thesis/table4.2", "The thinning improves upon Maxent, but does not reach RAL performance.")
 def thinning_helps_maxent_short_of_ral(context: ArtifactContext) -> Outcome:
     """Holds when Maxent_thinned's mean average error is below Maxent's and above RAL's."""
-    from bnnrepro.artifacts.thesis_ral import ablation_results
-
     errors = ablation_results(context).pivot(index="row", columns="column", values="ours")["average error"]
     require({"Maxent", "Maxent_thinned", "RAL"} <= set(errors.dropna().index), "runs of Maxent, Maxent_thinned, RAL")
     thinned, maxent, ral = errors["Maxent_thinned"], errors["Maxent"], errors["RAL"]
@@ -56,8 +60,6 @@ def thinning_helps_maxent_short_of_ral(context: ArtifactContext) -> Outcome:
 def clt_predictors_converge_faster(context: ArtifactContext) -> Outcome:
     """On the mean test error over the evaluated epochs (the area under each curve): holds when CLT-BNN's is the
     lowest and CLT-BNN-Fix's is below both dropout networks'."""
-    from bnnrepro.artifacts.thesis_ral import CONVERGENCE_LABELS, history_frame
-
     area = history_frame(context, CONVERGENCE_LABELS, "epoch").groupby("label")["test_error"].mean()
     require(len(area) == len(CONVERGENCE_LABELS), f"runs of all of {', '.join(CONVERGENCE_LABELS.values())}")
     dropout = min(area["Drop-BNN-CE"], area["Drop-BNN-Prob"])
@@ -69,8 +71,6 @@ def clt_predictors_converge_faster(context: ArtifactContext) -> Outcome:
 def ral_best_and_closed_form_maxent_better(context: ArtifactContext) -> Outcome:
     """On the mean test error over the labelling rounds: holds when RAL's is the lowest of the five and
     CLT-BNN-Maxent's is below Drop-BNN-Maxent's."""
-    from bnnrepro.artifacts.thesis_ral import UNCERTAINTY_LABELS, grid_setting, history_frame
-
     frame = history_frame(context, UNCERTAINTY_LABELS, "labels", grid_setting("uncertainty"), "fashion_mnist")
     average = frame.groupby("label")["test_error"].mean()
     require(len(average) == len(UNCERTAINTY_LABELS), f"runs of all of {', '.join(UNCERTAINTY_LABELS.values())}")

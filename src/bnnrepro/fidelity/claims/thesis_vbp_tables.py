@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.thesis_vbp_tables import uci_log_likelihood
 from bnnrepro.fidelity.claims import Outcome, claim, own_cells
 
 
@@ -12,8 +13,6 @@ from bnnrepro.fidelity.claims import Outcome, claim, own_cells
 def vbp_competitive_on_uci(context: ArtifactContext) -> Outcome:
     """Against our VarOut runs (the DVI and PBP rows are cited numbers): holds when on every data set VBP's mean test
     log-likelihood is at least VarOut's minus twice their combined standard error."""
-    from bnnrepro.artifacts.thesis_vbp_tables import uci_log_likelihood
-
     cells = own_cells(uci_log_likelihood(context.metrics), ("VBP", "VarOut"))
     gap = cells["ours"]["VBP"] - cells["ours"]["VarOut"]
     tolerance = 2 * np.hypot(cells["ours_error"]["VBP"], cells["ours_error"]["VarOut"])
