@@ -9,17 +9,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.artifacts.registry import catalog
-from bnnrepro.fidelity.claims import all_claims, check
-from bnnrepro.fidelity.claims.thesis_bedl import hyperprior_worse_than_bedl, pac_improves_bedl
-from bnnrepro.fidelity.claims.thesis_vbp_tables import vbp_competitive_on_uci
-from bnnrepro.fidelity.claims.udn_spirals import (
+from bnnrepro.artifacts.claims import all_claims, check
+from bnnrepro.artifacts.claims.thesis_bedl import hyperprior_worse_than_bedl, pac_improves_bedl
+from bnnrepro.artifacts.claims.thesis_vbp_tables import vbp_competitive_on_uci
+from bnnrepro.artifacts.claims.udn_spirals import (
     accuracy_falls_with_omega,
     dun_beats_each_finite_network,
     udn_best_at_every_omega,
     udn_deepens_with_omega,
 )
+from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.registry import catalog
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES, grid_part
 from bnnrepro.fidelity.document import fidelity_document
 from bnnrepro.studies import load_study

@@ -22,8 +22,8 @@ import yaml
 from pypdf import PdfReader
 
 from bnnrepro import layout
+from bnnrepro.artifacts.claims import claims_of
 from bnnrepro.artifacts.registry import catalog, implementations
-from bnnrepro.fidelity.claims import claims_of
 from bnnrepro.fidelity.document import fidelity_document
 from bnnrepro.report.summary import summary_rows
 from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS

@@ -15,15 +15,15 @@ import pytest
 
 from bnnrepro.aggregate import tidy_metrics
 from bnnrepro.artifacts import thesis_bnsde_tables as tables
-from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.artifacts.registry import catalog_entry, implementation
-from bnnrepro.fidelity.claims import check, claims_of
-from bnnrepro.fidelity.claims.thesis_bnsde_tables import (
+from bnnrepro.artifacts.claims import check, claims_of
+from bnnrepro.artifacts.claims.thesis_bnsde_tables import (
     full_model_best_on_mocap,
     hybrids_beat_black_boxes,
     pac_improves_hybrids,
     pac_restricts_black_box,
 )
+from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.registry import catalog_entry, implementation
 from bnnrepro.layout import RUN_METRICS
 from bnnrepro.studies import Run, load_study
 from bnnrepro.train_configs import SCALES
@@ -129,7 +129,7 @@ def test_the_notes_say_what_runs_and_what_differs_from_the_thesis(scale: str) ->
     assert ("all 9 rows" in lorenz) == ({run.method for run in runs} >= set(tables.LORENZ_ROWS))
 
 
-# --- the caption claims (bnnrepro.fidelity.claims) ------------------------------------------------------------------
+# --- the caption claims (bnnrepro.artifacts.claims) ------------------------------------------------------------------
 
 LORENZ_MSE = {
     "e_bayes": 29.0, "e_pac_bayes": 29.5, "e_bayes_hybrid@x": 27.6, "e_pac_bayes_hybrid@x": 27.4,

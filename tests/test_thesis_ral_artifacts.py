@@ -222,7 +222,7 @@ def test_table45_is_the_policy_from_500_state_moments_to_50_candidates() -> None
     assert all(implementation(f"thesis/table4.{n}").uses == "nothing" for n in (3, 4, 5))
 
 
-# --- the caption claims (bnnrepro.fidelity.claims) ----------------------------------------------------------------
+# --- the caption claims (bnnrepro.artifacts.claims) ----------------------------------------------------------------
 
 
 def claim_context(tmp_path: Path, errors: dict[str, float]) -> ArtifactContext:
@@ -250,8 +250,8 @@ def claim_context(tmp_path: Path, errors: dict[str, float]) -> ArtifactContext:
 def test_the_chapter_4_table_claims_hold_exactly_when_their_orderings_do(
     tmp_path: Path, errors: dict, ral_lowest: bool, random_weak: bool, thinning_helps: bool
 ) -> None:
-    from bnnrepro.fidelity.claims import check, claims_of
-    from bnnrepro.fidelity.claims.thesis_ral import (
+    from bnnrepro.artifacts.claims import check, claims_of
+    from bnnrepro.artifacts.claims.thesis_ral import (
         ral_lowest_error,
         random_weak_on_mnist,
         thinning_helps_maxent_short_of_ral,

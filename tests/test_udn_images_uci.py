@@ -10,12 +10,12 @@ import torch
 from omegaconf import OmegaConf
 
 from bnnrepro.artifacts import udn_images
+from bnnrepro.artifacts.claims import udn_images as image_claims
+from bnnrepro.artifacts.claims import udn_uci as uci_claims
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog_entry
 from bnnrepro.data.images import class_labels
 from bnnrepro.data.spec import DataSpec
-from bnnrepro.fidelity.claims import udn_images as image_claims
-from bnnrepro.fidelity.claims import udn_uci as uci_claims
 from bnnrepro.inference.depth_posteriors import FixedDepth, PointMassPrior, ShiftedPoissonPrior, TruncatedPoisson
 from bnnrepro.methods import depth_networks
 from bnnrepro.methods.depth_networks import DepthNetworkMethod

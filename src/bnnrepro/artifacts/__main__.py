@@ -9,10 +9,10 @@ published error; the report's verdict is made from them).
 import argparse
 from pathlib import Path
 
+from bnnrepro.artifacts.claims import check, claims_of
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import implementation
 from bnnrepro.artifacts.render import compare_with_published, save_checks, save_figure, save_table, stamp_scale
-from bnnrepro.fidelity.claims import check, claims_of
 from bnnrepro.job_process import freeze_imported_objects
 
 

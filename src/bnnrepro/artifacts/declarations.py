@@ -3,7 +3,7 @@
 The draw functions' modules import torch, matplotlib and seaborn (seconds); the workflow needs only what their
 `@figure`/`@table` decorators declare: the output kind, what the artifact reads (the study's metrics, data files,
 or one file of some runs), where its code is, and the module of its caption claims if it has any
-(`bnnrepro.fidelity.claims`). `declarations` imports the modules once, records those fields
+(`bnnrepro.artifacts.claims`). `declarations` imports the modules once, records those fields
 (`bnnrepro.dag_cache`) under a digest of every source file the modules run, the catalog they register against
 and config/, and reads them back on later `snakemake` calls until one of those files changes.
 """
@@ -66,15 +66,15 @@ def declarations(scale: str, record: Path | None = None) -> dict[str, ArtifactDe
 
 
 def _claims_modules() -> list[str]:
-    """The modules of `bnnrepro.fidelity.claims`, found without importing them."""
+    """The modules of `bnnrepro.artifacts.claims`, found without importing them."""
     return [
-        f"bnnrepro.fidelity.claims.{module.name}"
-        for module in pkgutil.iter_modules([str(PACKAGE_DIR / "fidelity" / "claims")])
+        f"bnnrepro.artifacts.claims.{module.name}"
+        for module in pkgutil.iter_modules([str(PACKAGE_DIR / "artifacts" / "claims")])
     ]
 
 
 def _declare(scale: str) -> dict[str, dict]:
-    from bnnrepro.fidelity.claims import claims_module, claims_of
+    from bnnrepro.artifacts.claims import claims_module, claims_of
 
     return {
         artifact_id: asdict(

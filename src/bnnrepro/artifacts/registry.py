@@ -20,7 +20,7 @@ from pathlib import Path
 from bnnrepro.files import read_yaml
 
 CATALOG = Path(__file__).with_name("catalog.yaml")
-FRAMEWORK_MODULES = {"registry", "render", "context", "declarations", "published_points", "__main__"}
+FRAMEWORK_MODULES = {"registry", "render", "context", "declarations", "published_points", "claims", "__main__"}
 
 
 @cache

@@ -2,5 +2,5 @@
 
 `python -m bnnrepro.fidelity collect TREE --studies S ... --scale paper` keeps a built tree's results of those
 studies (`collect`); `python -m bnnrepro.fidelity document` writes docs/fidelity.md from what was kept
-(`document`). The caption claims each study is checked against are in `claims`.
+(`document`). The caption claims each study is checked against are in `bnnrepro.artifacts.claims`.
 """

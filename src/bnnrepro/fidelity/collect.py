@@ -1,6 +1,6 @@
 """Keep what a tree's finished runs of a study at one scale show, as small files: their tidy metrics, the study's
 tables (ours beside the published numbers, by the same functions the workflow draws them with), the check of each
-caption claim (`bnnrepro.fidelity.claims`) and where and how long they ran. No checkpoint or array is kept: the
+caption claim (`bnnrepro.artifacts.claims`) and where and how long they ran. No checkpoint or array is kept: the
 fidelity document is generated from these files alone.
 
 The runs may be a part of the study's grid (those that finished, e.g. the ones a CPU reaches at `paper`); the
@@ -21,11 +21,11 @@ import pandas as pd
 
 from bnnrepro import layout
 from bnnrepro.aggregate import tidy_metrics
+from bnnrepro.artifacts.claims import check, claims_of
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.artifacts.render import compare_with_published
-from bnnrepro.fidelity.claims import check, claims_of
 from bnnrepro.studies import Run, load_study
 
 CLAIMS_FILE, PROVENANCE_FILE, METRICS_FILE, TABLES = "claims.csv", "provenance.json", "metrics.csv", "tables"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bnnrepro.artifacts.claims import Outcome, claim, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.thesis_bnsde_tables import (
     BLACK_BOX,
@@ -15,7 +16,6 @@ from bnnrepro.artifacts.thesis_bnsde_tables import (
     mocap_benchmark,
     row_label,
 )
-from bnnrepro.fidelity.claims import Outcome, claim, require
 
 
 def _row_means(cells: pd.DataFrame, column: str) -> pd.Series:

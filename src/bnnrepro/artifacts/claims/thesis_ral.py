@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bnnrepro.artifacts.claims import Outcome, claim, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.thesis_ral import (
     CONVERGENCE_LABELS,
@@ -14,7 +15,6 @@ from bnnrepro.artifacts.thesis_ral import (
     history_frame,
     labelling_results,
 )
-from bnnrepro.fidelity.claims import Outcome, claim, require
 
 
 def _labelling_means(context: ArtifactContext) -> pd.DataFrame:

@@ -3,9 +3,9 @@ the checks of the paper's words on our results."""
 
 from __future__ import annotations
 
+from bnnrepro.artifacts.claims import Outcome, claim, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.sdebnn_latent import variance_ratios_to_stl
-from bnnrepro.fidelity.claims import Outcome, claim, require
 
 
 @claim("sdebnn/fig4", "Our new gradient estimator (STL) reduces variance by a factor of roughly 4.")

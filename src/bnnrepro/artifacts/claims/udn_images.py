@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bnnrepro.artifacts.claims import Outcome, claim, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.udn_images import depth_log_pmf, depth_trajectories
-from bnnrepro.fidelity.claims import Outcome, claim, require
 from bnnrepro.inference.depth_posteriors import expected_depth
 
 

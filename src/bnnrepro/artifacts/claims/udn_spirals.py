@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bnnrepro.artifacts.claims import Outcome, claim, require, spearman
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.udn_spirals import theorem_bound_gaps
-from bnnrepro.fidelity.claims import Outcome, claim, require, spearman
 
 
 def _spiral_accuracy(context: ArtifactContext, lr: float) -> pd.DataFrame:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from bnnrepro.artifacts.claims import Outcome, claim, own_cells
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.thesis_vbp_tables import uci_log_likelihood
-from bnnrepro.fidelity.claims import Outcome, claim, own_cells
 
 
 @claim("thesis/table3.1", "VBP either outperforms the baselines or performs competitively.")

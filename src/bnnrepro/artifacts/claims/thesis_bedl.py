@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bnnrepro.artifacts.claims import Outcome, claim, own_cells, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.thesis_bedl import uci_log_likelihood
-from bnnrepro.fidelity.claims import Outcome, claim, own_cells, require
 
 
 def _bedl_uci_cells(context: ArtifactContext, rows: tuple[str, ...]) -> pd.DataFrame:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bnnrepro.artifacts.claims import Outcome, claim, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.repulsive_toy import far_field_entropy, gap_kl_to_hmc
-from bnnrepro.fidelity.claims import Outcome, claim, require
 
 FUNCTION_SPACE = ("fsvgd", "kde_fwgd", "sge_fwgd", "ssge_fwgd")
 

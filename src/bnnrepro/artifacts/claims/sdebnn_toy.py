@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bnnrepro.artifacts.claims import Outcome, claim, require
 from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.fidelity.claims import Outcome, claim, require
 from bnnrepro.layout import run_method
 
 DIP = (-0.7, -0.5)  # where the non-monotonic toy data dip (x), the feature a too-smooth posterior misses

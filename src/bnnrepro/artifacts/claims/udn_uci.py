@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bnnrepro.artifacts.claims import Outcome, claim, require
 from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.fidelity.claims import Outcome, claim, require
 
 UCI_SHALLOW, UCI_DEEP = ("yacht", "boston", "energy", "concrete", "power"), ("wine", "naval", "kin8nm", "protein")
 

@@ -5,7 +5,7 @@ A claim is registered against an artifact id with the caption's words and a chec
 whether the claim holds and the numbers it rests on. The criterion each check applies to words such as "best" or
 "roughly 4" is in its docstring.
 
-The claims about the artifacts of `bnnrepro.artifacts.<name>` live in `bnnrepro.fidelity.claims.<name>`, so that
+The claims about the artifacts of `bnnrepro.artifacts.<name>` live in `bnnrepro.artifacts.claims.<name>`, so that
 the job drawing an artifact checks its claims by importing its own modules only (`claims_of`), and an edit to one
 paper's claims reruns that paper's figure and table jobs alone.
 """
@@ -61,7 +61,7 @@ def claim(artifact_id: str, text: str) -> Callable:
 
 def claims_module(drawing_module: str) -> str | None:
     """The module of the claims about the artifacts that `drawing_module` (bnnrepro.artifacts.<name>) draws:
-    bnnrepro.fidelity.claims.<name>, or None where none of them has a checked claim."""
+    bnnrepro.artifacts.claims.<name>, or None where none of them has a checked claim."""
     name = f"{__name__}.{drawing_module.rsplit('.', 1)[-1]}"
     return name if importlib.util.find_spec(name) is not None else None
 
