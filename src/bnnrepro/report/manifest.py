@@ -29,7 +29,7 @@ import pandas as pd
 
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog, implementations
-from bnnrepro.files import write_atomic
+from bnnrepro.files import read_json, write_atomic
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.paths import project_root
 from bnnrepro.report import INVOCATION_VARIABLE
@@ -92,7 +92,7 @@ def verdict_fields(root: Path, stem: str, scale: str, uses: str, standin: bool) 
     checks_file = root / layout.artifact_checks_file(stem)
     if not checks_file.is_file():
         return {"verdict": None, "checks_file": layout.artifact_checks_file(stem)}
-    checks = json.loads(checks_file.read_text(encoding="utf-8"))
+    checks = read_json(checks_file, "artifact checks file")
     verdict = artifact_verdict(scale, uses, standin, checks)
     return {"verdict": verdict.label, "verdict_reason": verdict.reason, **checks}
 
