@@ -146,13 +146,24 @@ def test_a_studys_overrides_compose_once_until_a_file_they_read_changes(
     composed = []
     real_compose = studies._compose_overrides
     monkeypatch.setattr(studies, "_compose_overrides", lambda *a: composed.append(a) or real_compose(*a))
-    studies.check_overrides(study, cache)
-    studies.check_overrides(study, cache)
-    assert len(composed) == 1 and "study_checks/udn_spirals" in json.loads(cache.read_text())
+    studies.check_overrides(study, ["smoke"], cache)
+    studies.check_overrides(study, ["smoke"], cache)
+    assert len(composed) == 1 and "study_checks/udn_spirals/smoke" in json.loads(cache.read_text())
     method = project / "config/train/method/finite.yaml"
     method.write_text(method.read_text() + "\n# an edit\n")
-    studies.check_overrides(study, cache)
+    studies.check_overrides(study, ["smoke"], cache)
     assert len(composed) == 2
+    studies.check_overrides(study, ["default"], cache)  # another scale: its own grids, composed once too
+    studies.check_overrides(study, ["default"], cache)
+    assert [call[1] for call in composed] == ["smoke", "smoke", "default"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", studies.available_studies())
+def test_every_study_composes_at_every_scale(name: str) -> None:
+    """The workflow composes a study's runs at the scale it runs them; here every committed study at every scale,
+    so that a mistyped key in a paper grid is found before anyone asks for `paper`."""
+    studies.check_overrides(studies.load_study(name))
 
 
 def test_a_grid_seeded_by_its_splits_gives_each_split_its_own_seed() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -156,6 +156,24 @@ def study_schema() -> dict:
     return read_yaml(STUDY_SCHEMA)
 
 
+@cache
+def _validator(definition: str | None = None) -> jsonschema.protocols.Validator:
+    """A validator of a study file, or with `definition` of one of its schema's `$defs`; the schema itself is
+    checked once here (`jsonschema.validate` checks it again on every call: seconds per `snakemake` call)."""
+    schema = study_schema()
+    if definition is not None:
+        schema = {**schema["$defs"][definition], "$defs": schema["$defs"]}
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _schema_error(instance: object, definition: str | None = None) -> jsonschema.ValidationError | None:
+    """The most relevant error of `instance` against the study schema (or one of its `$defs`), as
+    `jsonschema.validate` would raise it; None when it is valid."""
+    return jsonschema.exceptions.best_match(_validator(definition).iter_errors(instance))
+
+
 def available_studies() -> list[str]:
     return sorted(p.stem for p in studies_dir().glob("*.yaml"))
 
@@ -168,9 +186,7 @@ def load_study(name: str) -> Study:
     if not path.exists():
         raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
     raw = read_yaml(path)
-    try:
-        jsonschema.validate(raw, study_schema())
-    except jsonschema.ValidationError as err:
+    if (err := _schema_error(raw)) is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "top level"
         raise StudyError(f"{path.relative_to(project_root())}: {err.message} (at {where})") from None
     study = Study(
@@ -197,16 +213,13 @@ def _check(study: Study, path: Path) -> None:
                 raise StudyError(
                     f"{path}: scales.{scale}.{grid_name} sets {sorted(extra)}, which the grid does not vary"
                 )
-    schema = study_schema()
     for scale in SCALES:
         for grid_name, grid in study.scale_grids(scale).items():
             if not grid["method"]:
                 if scale == "paper":
                     raise StudyError(f"{path}: grids.{grid_name} has no method; an empty list goes under scales")
                 continue  # left out at this scale
-            try:
-                jsonschema.validate(grid, {**schema["$defs"]["grid"], "$defs": schema["$defs"]})
-            except jsonschema.ValidationError as err:
+            if (err := _schema_error(grid, "grid")) is not None:
                 key = err.absolute_path[0] if err.absolute_path else "the grid"
                 where = f"grids.{grid_name}" if scale == "paper" else f"grids.{grid_name} with scales.{scale}"
                 raise StudyError(f"{path}: {where}: {key}: {err.message}") from None
@@ -240,37 +253,40 @@ def overrides_digest(study: Study) -> str:
     return files_digest(files, study.name, f"hydra-core {version('hydra-core')}")
 
 
-def check_overrides(study: Study, record: Path | None = None) -> None:
-    """Compose the Hydra config of each method variant on each dataset of the study's grids, and check each grid
-    key against it (a key of config/train, values of its default's kind), so that a mistyped key or value stops the
-    workflow before any job starts. With `record` (`bnnrepro.dag_cache`), a study that was checked before with
-    exactly the files of `overrides_digest` is not checked again."""
+def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path | None = None) -> None:
+    """Compose the Hydra config of each method variant on each dataset of the study's grids at each of `scales`, and
+    check each grid key against it (a key of config/train, values of its default's kind), so that a mistyped key or
+    value stops the workflow before any job starts. The workflow checks the scale it runs a study at (a study's
+    paper grid is composed when a call asks for `paper`: 300 compositions of the nine UCI sets cost a minute); the
+    tests check every scale. With `record` (`bnnrepro.dag_cache`), a study and scale checked before with exactly the
+    files of `overrides_digest` are not checked again."""
     path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
-    cached(record, f"study_checks/{study.name}", overrides_digest(study), lambda: _compose_overrides(study, path))
+    for scale in scales:
+        key = f"study_checks/{study.name}/{scale}"
+        cached(record, key, overrides_digest(study), partial(_compose_overrides, study, scale, path))
 
 
-def _compose_overrides(study: Study, path: Path) -> None:
+def _compose_overrides(study: Study, scale: str, path: Path) -> None:
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    composed: dict[tuple[str, str], DictConfig] = {}  # a key's presence and kind do not depend on the scale
+    composed: dict[tuple[str, str], DictConfig] = {}
     with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3"):
-        for scale in SCALES:
-            for grid_name, grid in study.scale_grids(scale).items():
-                for variant, dataset_name in itertools.product(grid["method"], grid["dataset"]):
-                    if (variant, dataset_name) not in composed:
-                        overrides = [f"{k}={v}" for k, v in study.variant_overrides(variant).items()]
-                        overrides += [f"dataset={dataset_name}", f"scale={scale}", "run_dir=unused"]
-                        try:
-                            composed[variant, dataset_name] = compose(config_name="config", overrides=overrides)
-                        except (HydraException, OmegaConfBaseException) as err:
-                            raise StudyError(
-                                f"{path}: method variant {variant} on {dataset_name} has an invalid Hydra override: "
-                                f"{err}. Overrides: {' '.join(overrides)}; keys are those of config/train/"
-                            ) from None
-                    where = f"{path}: grids.{grid_name} ({variant} on {dataset_name})"
-                    _check_grid_keys(grid, composed[variant, dataset_name], where)
+        for grid_name, grid in study.scale_grids(scale).items():
+            for variant, dataset_name in itertools.product(grid["method"], grid["dataset"]):
+                if (variant, dataset_name) not in composed:
+                    overrides = [f"{k}={v}" for k, v in study.variant_overrides(variant).items()]
+                    overrides += [f"dataset={dataset_name}", f"scale={scale}", "run_dir=unused"]
+                    try:
+                        composed[variant, dataset_name] = compose(config_name="config", overrides=overrides)
+                    except (HydraException, OmegaConfBaseException) as err:
+                        raise StudyError(
+                            f"{path}: method variant {variant} on {dataset_name} has an invalid Hydra override: "
+                            f"{err}. Overrides: {' '.join(overrides)}; keys are those of config/train/"
+                        ) from None
+                where = f"{path}: grids.{grid_name} ({variant} on {dataset_name})"
+                _check_grid_keys(grid, composed[variant, dataset_name], where)
 
 
 VALUE_KINDS = {"a number": (int, float), "a boolean": (bool,), "a string": (str,)}

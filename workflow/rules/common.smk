@@ -89,8 +89,8 @@ def _load_studies():
     try:
         studies = {name: load_study(name) for name in config["studies"]}
         if workflow.is_main_process:  # a job's own Snakemake (SLURM) trusts the main process's check
-            for study in studies.values():
-                check_overrides(study, DAG_RECORD)
+            for name, study in studies.items():  # at the scale each study runs at
+                check_overrides(study, [configured_scale(config, name)], DAG_RECORD)
     except (StudyError, RegistryError) as err:
         raise WorkflowError(str(err)) from None
     return studies
