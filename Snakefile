@@ -21,7 +21,8 @@ include: "workflow/rules/report.smk"
 
 
 # Cheap steps run where Snakemake runs (the login node on a cluster): downloads, data preparation,
-# aggregation, figures, tables and the report. Training jobs go to the executor.
+# aggregation and the report (and each study's figures and tables: `localrule` in figures.smk). Training jobs go to
+# the executor.
 localrules:
     all,
     data,
@@ -30,8 +31,6 @@ localrules:
     prepare_download,
     standin,
     aggregate,
-    figure,
-    table,
     report_manifest,
     report,
     record_timestamps,

@@ -4,9 +4,10 @@ Prints the median wall time over N repetitions of, for a training job (against a
   imports         python -c "import bnnrepro.train"
   start-up        imports + Hydra composition of the job's config (what a job does before training)
   whole job       `python -m bnnrepro.train` for 1 epoch of the UDN on spirals, minus its training time
-and for a figure or table job (against a bare `python -c "import matplotlib.pyplot, pandas"`), per module that
-draws artifacts: the imports of `python -m bnnrepro.artifacts` drawing one of that module's artifacts; and against
-`import matplotlib.pyplot, pandas, seaborn`, the floor of a job that draws with seaborn (its import loads scipy.stats).
+and for the job that draws a study's figures and tables (against a bare `python -c "import matplotlib.pyplot,
+pandas"`), per study: the imports of `python -m bnnrepro.artifacts` drawing all its artifacts (their drawing and
+claims modules), in all and per artifact; and against `import matplotlib.pyplot, pandas, seaborn`, the floor of a
+job that draws with seaborn (its import loads scipy.stats).
 The job processes freeze their imported objects (bnnrepro.job_process) before they start work; so do the measured
 imports.
 Usage: python benchmarks/job_overhead.py [--repeats N]
@@ -24,9 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bnnrepro.artifacts.registry import drawing_modules
+from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.data.registry import generate_instance
 from bnnrepro.layout import RUN_METRICS
+from bnnrepro.studies import available_studies, load_study
 
 FREEZE = "; from bnnrepro.job_process import freeze_imported_objects; freeze_imported_objects()"
 """What an entry point does once its imports are done (bnnrepro.job_process)."""
@@ -61,6 +63,18 @@ def whole_job(repeats: int) -> float:
         return statistics.median(times[1:])
 
 
+def drawing_job_imports() -> dict[str, tuple[int, list[str]]]:
+    """{study: (how many artifacts it draws, the modules its drawing job imports)}, for each study that draws."""
+    declared = declarations("smoke")
+    studies = {}
+    for name in available_studies():
+        drawn = [declared[artifact] for artifact in load_study(name).artifacts]
+        modules = {d.module for d in drawn} | {d.claims_module for d in drawn if d.claims_module}
+        if drawn:
+            studies[name] = (len(drawn), ["bnnrepro.artifacts.__main__", *sorted(modules)])
+    return studies
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
@@ -74,9 +88,9 @@ def main() -> None:
     }
     plotting = median_time([sys.executable, "-c", "import matplotlib.pyplot, pandas"], repeats)
     with_seaborn = median_time([sys.executable, "-c", "import matplotlib.pyplot, pandas, seaborn"], repeats)
-    figure_jobs = {
-        module: median_time([sys.executable, "-c", f"import bnnrepro.artifacts.__main__, {module}" + FREEZE], repeats)
-        for module in drawing_modules()
+    drawing_jobs = {
+        study: (artifacts, median_time([sys.executable, "-c", f"import {', '.join(modules)}" + FREEZE], repeats))
+        for study, (artifacts, modules) in drawing_job_imports().items()
     }
     print(f"machine: {platform.processor() or platform.machine()}, {platform.python_version()}, median of {repeats}")
     print(f"{'bare torch import':42s} {bare:6.2f} s")
@@ -84,10 +98,10 @@ def main() -> None:
         print(f"{name:42s} {seconds:6.2f} s   {seconds / bare:5.2f} x bare torch")
     print(f"{'bare matplotlib.pyplot + pandas import':42s} {plotting:6.2f} s")
     print(f"{'bare matplotlib.pyplot + pandas + seaborn':42s} {with_seaborn:6.2f} s")
-    for module, seconds in figure_jobs.items():
-        name = f"figure/table job, {module.rpartition('.')[2]}"
+    for study, (artifacts, seconds) in drawing_jobs.items():
+        name = f"drawing job, {study} ({artifacts})"
         ratios = f"{seconds / plotting:5.2f} x bare, {seconds / with_seaborn:5.2f} x with seaborn"
-        print(f"{name:42s} {seconds:6.2f} s   {ratios}")
+        print(f"{name:42s} {seconds:6.2f} s   {ratios}, {seconds / artifacts / plotting:5.2f} x bare per artifact")
 
 
 if __name__ == "__main__":

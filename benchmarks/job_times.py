@@ -51,10 +51,10 @@ def main() -> None:
     by_rule = defaultdict(list)
     for job in jobs:
         by_rule[job["rule"]].append(job["end"] - job["start"])
-    print(f"\n{'rule':18s} {'jobs':>5s} {'wall s':>8s} {'mean s':>7s} {'max s':>7s}")
+    print(f"\n{'rule':22s} {'jobs':>5s} {'wall s':>8s} {'mean s':>7s} {'max s':>7s}")
     for rule, seconds in sorted(by_rule.items(), key=lambda item: -sum(item[1])):
         print(
-            f"{rule:18s} {len(seconds):5d} {sum(seconds):8.1f} {sum(seconds) / len(seconds):7.2f} {max(seconds):7.1f}"
+            f"{rule:22s} {len(seconds):5d} {sum(seconds):8.1f} {sum(seconds) / len(seconds):7.2f} {max(seconds):7.1f}"
         )
     studies = defaultdict(lambda: {"runs": 0, "wall": 0.0, "train": 0.0, "longest": (0.0, "")})
     for job in (j for j in jobs if j["rule"] == "train"):

@@ -320,19 +320,22 @@ def evaluation_gpus(wildcards):
     return TRAINING_GPUS if declared_evaluation(wildcards.evaluation).device == "run" else 0
 
 
-def artifact_inputs(wildcards):
-    study, implementation = ARTIFACTS[wildcards.stem]
-    claims = [implementation.claims_module] if implementation.claims_module else []
-    code = source_files("bnnrepro.artifacts.__main__", implementation.module, *claims, record=DAG_RECORD)
-    inputs = {"code": code + project_paths([CATALOG])}
+def study_artifacts(name):
+    """{stem: declaration} of the artifacts study `name` draws."""
+    return {stem: impl for stem, (study, impl) in ARTIFACTS.items() if study.name == name}
+
+
+def artifact_results(study, implementation):
+    """{'metrics': CSV, 'data': [...], 'runs': [...]}: the results one artifact is drawn from."""
+    results = {}
     # the caption claims of a figure drawn from runs may rest on the study's metrics too
-    if implementation.uses == "metrics" or (claims and study_runs(study)):
-        inputs["metrics"] = layout.study_metrics_file(study_scale(study.name), study.name)
+    if implementation.uses == "metrics" or (implementation.claims_module and study_runs(study)):
+        results["metrics"] = [layout.study_metrics_file(study_scale(study.name), study.name)]
     if implementation.uses == "data":
-        inputs["data"] = list(implementation.data_files)
+        results["data"] = list(implementation.data_files)
     if implementation.uses == "runs":
-        inputs["runs"] = artifact_run_files(study, implementation)
-    return inputs
+        results["runs"] = artifact_run_files(study, implementation)
+    return results
 
 
 def artifact_run_files(study, implementation):
@@ -341,16 +344,45 @@ def artifact_run_files(study, implementation):
     return [run.file(implementation.run_file) for run in study_runs(study) if implementation.reads(run)]
 
 
-def artifact_arguments(wildcards, input):
-    study, implementation = ARTIFACTS[wildcards.stem]
-    arguments = [implementation.artifact_id, f"--study {study.name}", f"--scale {study_scale(study.name)}"]
-    if "metrics" in input.keys():
-        arguments.append(f"--metrics {input.metrics}")
-    if "data" in input.keys():
-        arguments.append("--data " + " ".join(input.data))
-    if "runs" in input.keys():
-        arguments.append("--runs " + " ".join(shlex.quote(f) for f in input.runs))
-    return " ".join(arguments)
+def drawing_inputs(name):
+    """What the job drawing a study's artifacts reads: the code of each drawing module and of its caption claims,
+    the catalog, and the results each artifact is drawn from. An edit to one of them redraws the study's artifacts."""
+    artifacts = study_artifacts(name).values()
+    modules = {impl.module for impl in artifacts} | {impl.claims_module for impl in artifacts if impl.claims_module}
+    code = source_files("bnnrepro.artifacts.__main__", *sorted(modules), record=DAG_RECORD)
+    results = {f for impl in artifacts for files in artifact_results(STUDIES[name], impl).values() for f in files}
+    return {"code": code + project_paths([CATALOG]), "results": sorted(results)}
+
+
+def drawing_outputs(name):
+    """Every file of a study's artifacts; figures' PDFs and tables' CSVs are in Snakemake's report."""
+    outputs = []
+    for stem, impl in study_artifacts(name).items():
+        files = layout.artifact_files(impl.output, stem)
+        shown = "pdf" if impl.output == "figure" else "csv"
+        category = "Figures" if impl.output == "figure" else "Tables"
+        labels = {"artifact": stem}
+        outputs.append(report(files.pop(shown), caption="../report/artifact.rst", category=category, labels=labels))
+        outputs += [*files.values(), layout.artifact_checks_file(stem)]
+    return outputs
+
+
+def drawing_arguments(name):
+    """`python -m bnnrepro.artifacts` arguments: the study and scale, then each artifact's results and files."""
+    arguments = ["--study", name, "--scale", study_scale(name)]
+    for stem, impl in study_artifacts(name).items():
+        arguments += ["--artifact", impl.artifact_id]
+        for option, files in artifact_results(STUDIES[name], impl).items():
+            arguments += [f"--{option}", *files]
+        files = layout.artifact_files(impl.output, stem)
+        arguments += ["--outputs", *(files[e] for e in layout.ARTIFACT_FORMATS[impl.output])]
+        arguments += ["--checks", layout.artifact_checks_file(stem)]
+    return " ".join(map(shlex.quote, arguments))
+
+
+def drawn_studies():
+    """The enabled studies that draw at least one artifact (each gets its rule `draw_<study>`)."""
+    return sorted({study.name for study, _ in ARTIFACTS.values()})
 
 
 def artifact_files(kind):
@@ -412,10 +444,6 @@ def own_study_tables():
         for name, study in STUDIES.items()
         if study.is_own
     ]
-
-
-def artifact_stems(kind):
-    return "|".join(stem for stem, (_, impl) in ARTIFACTS.items() if impl.output == kind) or "^$"
 
 
 def report_code(module):

@@ -142,7 +142,7 @@ def drawing_modules() -> list[str]:
 @cache
 def artifact_modules() -> dict[str, str]:
     """{artifact id: the module of this package that draws it}, read from the modules' decorators (ast), so that a
-    figure or table job imports its own module only, not every study's plotting and model code."""
+    study's drawing job imports its own modules only, not every study's plotting and model code."""
     modules = {}
     for module in drawing_modules():
         tree = ast.parse(Path(__file__).with_name(f"{module.rpartition('.')[2]}.py").read_text())

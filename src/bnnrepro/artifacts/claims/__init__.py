@@ -7,7 +7,7 @@ whether the claim holds and the numbers it rests on. The criterion each check ap
 
 The claims about the artifacts of `bnnrepro.artifacts.<name>` live in `bnnrepro.artifacts.claims.<name>`, so that
 the job drawing an artifact checks its claims by importing its own modules only (`claims_of`), and an edit to one
-paper's claims reruns that paper's figure and table jobs alone.
+paper's claims reruns the drawing jobs of that paper's studies alone.
 """
 
 from __future__ import annotations
