@@ -37,7 +37,7 @@ def test_declarations_say_what_the_registered_implementations_say(scale: str) ->
 
 
 def test_declarations_are_recorded_until_a_config_file_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project = copy_project(tmp_path / "project")
+    project = copy_project(tmp_path / "project", dag_record=False)
     monkeypatch.setenv("BNNREPRO_ROOT", str(project))
     record = project / layout.DAG_CACHE
     declared = []

@@ -15,15 +15,19 @@ from pathlib import Path
 from typing import TypeVar
 
 from bnnrepro.files import write_atomic
+from bnnrepro.paths import project_root
 
 T = TypeVar("T")
 
 
 def files_digest(files: Iterable[Path], *salt: str) -> str:
-    """SHA-256 of the salt strings and of each file's path and bytes (a missing file counts by its path alone)."""
+    """SHA-256 of the salt strings and of each file's path and bytes (a missing file counts by its path alone). A
+    file of the project counts by its path in the project, so that a copy of the project (or the project moved)
+    keeps its record."""
+    root = project_root()
     digest = hashlib.sha256("\0".join(salt).encode())
     for file in files:
-        digest.update(str(file).encode() + b"\0")
+        digest.update(str(file.relative_to(root) if file.is_relative_to(root) else file).encode() + b"\0")
         if file.is_file():
             digest.update(file.read_bytes() + b"\0")
     return digest.hexdigest()

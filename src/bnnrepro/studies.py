@@ -256,10 +256,11 @@ def overrides_digest(study: Study) -> str:
 def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path | None = None) -> None:
     """Compose the Hydra config of each method variant on each dataset of the study's grids at each of `scales`, and
     check each grid key against it (a key of config/train, values of its default's kind), so that a mistyped key or
-    value stops the workflow before any job starts. The workflow checks the scale it runs a study at (a study's
-    paper grid is composed when a call asks for `paper`: 300 compositions of the nine UCI sets cost a minute); the
-    tests check every scale. With `record` (`bnnrepro.dag_cache`), a study and scale checked before with exactly the
-    files of `overrides_digest` are not checked again."""
+    value stops the workflow before any job starts. The workflow composes at the scale it runs a study at (a study's
+    paper grid is composed when a call asks for `paper`: 300 compositions of the nine UCI sets cost a minute) and
+    checks the values every scale gives each key against those compositions; the tests compose every scale. With
+    `record` (`bnnrepro.dag_cache`), a study and scale checked before with exactly the files of `overrides_digest`
+    are not checked again."""
     path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
     for scale in scales:
         key = f"study_checks/{study.name}/{scale}"
@@ -286,7 +287,9 @@ def _compose_overrides(study: Study, scale: str, path: Path) -> None:
                             f"{err}. Overrides: {' '.join(overrides)}; keys are those of config/train/"
                         ) from None
                 where = f"{path}: grids.{grid_name} ({variant} on {dataset_name})"
-                _check_grid_keys(grid, composed[variant, dataset_name], where)
+                # a key's kind is the same at every scale: the values other scales give it are checked here too
+                for values in (study.scale_grids(other)[grid_name] for other in SCALES):
+                    _check_grid_keys(values, composed[variant, dataset_name], where)
 
 
 VALUE_KINDS = {"a number": (int, float), "a boolean": (bool,), "a string": (str,)}
