@@ -19,7 +19,10 @@ from tests.conftest import ROOT, copy_project, run
 pytestmark = pytest.mark.slow
 
 MISSING = [tool for tool in ("slurmctld", "slurmd", "munged", "sbatch", "unshare") if shutil.which(tool) is None]
-SMOKE = ["--config", "scale=smoke", "datasets=[]", "studies=[udn_spirals]"]  # one study, as the issue asks
+# one study, as the issue asks: the UDN against f2 on a UCI stand-in, two runs (each SLURM job costs seconds of
+# submission and status polling, so the ten runs of udn_spirals took two and a half minutes)
+STUDY = "udn_uci"
+SMOKE = ["--config", "scale=smoke", "datasets=[]", f"studies=[{STUDY}]"]
 # Settings of this test cluster; everything else comes from profiles/slurm/profile.yaml.
 TEST_CLUSTER = [
     "--workflow-profile", "none", "--jobs", "2",
@@ -31,7 +34,7 @@ TEST_CLUSTER = [
 
 
 def run_metrics(project: Path) -> dict[str, dict]:
-    folder = project / "results/smoke/udn_spirals/runs"
+    folder = project / f"results/smoke/{STUDY}/runs"
     return {str(p.parent.relative_to(folder)): json.loads(p.read_text()) for p in folder.rglob("metrics.json")}
 
 
@@ -55,7 +58,7 @@ def test_smoke_study_through_the_slurm_profile_equals_a_local_run(tmp_path: Path
     print(f"smoke study: local {local_seconds:.0f} s, through SLURM {slurm_seconds:.0f} s")
 
     on_cluster, on_workstation = run_metrics(cluster), run_metrics(local)
-    assert on_cluster.keys() == on_workstation.keys() and len(on_cluster) == 10
+    assert on_cluster.keys() == on_workstation.keys() and len(on_cluster) == 2
     job_ids = {m["ran_on"]["slurm_job_id"] for m in on_cluster.values()}
     assert None not in job_ids and len(job_ids) == len(on_cluster)  # every training run was its own SLURM job
     assert result.stdout.count("has been submitted with SLURM jobid") + result.stderr.count(

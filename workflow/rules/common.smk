@@ -326,7 +326,7 @@ def study_artifacts(name):
 
 
 def artifact_results(study, implementation):
-    """{'metrics': CSV, 'data': [...], 'runs': [...]}: the results one artifact is drawn from."""
+    """{'metrics': [CSV], 'data': [...], 'runs': [...]}: the results one artifact is drawn from."""
     results = {}
     # the caption claims of a figure drawn from runs may rest on the study's metrics too
     if implementation.uses == "metrics" or (implementation.claims_module and study_runs(study)):
