@@ -143,8 +143,9 @@ def _implemented_artifacts():
     or that no function draws stops the DAG build with a message naming it."""
     known = {entry["id"] for entry in catalog()["artifacts"]}
     artifacts = {}
+    declared = {scale: declarations(scale, DAG_RECORD) for scale in {study_scale(name) for name in STUDIES}}
     for study in STUDIES.values():
-        drawn = declarations(study_scale(study.name), DAG_RECORD)
+        drawn = declared[study_scale(study.name)]
         for artifact_id in study.artifacts:
             if artifact_id not in known:
                 raise WorkflowError(
