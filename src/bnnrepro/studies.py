@@ -257,7 +257,7 @@ def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path
     """Compose the Hydra config of each method variant on each dataset of the study's grids at each of `scales`, and
     check each grid key against it (a key of config/train, values of its default's kind), so that a mistyped key or
     value stops the workflow before any job starts. The workflow composes at the scale it runs a study at (a study's
-    paper grid is composed when a call asks for `paper`: 300 compositions of the nine UCI sets cost a minute) and
+    paper grid is composed when a call asks for `paper`: every study's, ~300 compositions, cost a minute) and
     checks the values every scale gives each key against those compositions; the tests compose every scale. With
     `record` (`bnnrepro.dag_cache`), a study and scale checked before with exactly the files of `overrides_digest`
     are not checked again."""
