@@ -75,7 +75,8 @@ def session_dag_record() -> Path:
     """The DAG-time record (`bnnrepro.dag_cache`: the studies' composed overrides, the artifacts' declarations, the
     import graph) of an unchanged copy of the project after a dry run at `smoke` and at `default`, made once per test
     session. Each entry is keyed by a digest of the files it read, so a test that edits one of them makes the
-    workflow redo that entry; the others it would only redo identically (18 s at smoke, 35 s at default)."""
+    workflow redo that entry; the others it would only redo identically (a Hydra composition per study's run
+    pair, seconds per study)."""
     folder = Path(tempfile.mkdtemp(prefix="bnnrepro-dag-record-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     project = copy_project(folder / "project", dag_record=False)

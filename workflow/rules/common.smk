@@ -375,8 +375,7 @@ def drawing_arguments(name):
         arguments += ["--artifact", impl.artifact_id]
         for option, files in artifact_results(STUDIES[name], impl).items():
             arguments += [f"--{option}", *files]
-        files = layout.artifact_files(impl.output, stem)
-        arguments += ["--outputs", *(files[e] for e in layout.ARTIFACT_FORMATS[impl.output])]
+        arguments += ["--outputs", *layout.artifact_files(impl.output, stem).values()]  # in ARTIFACT_FORMATS order
         arguments += ["--checks", layout.artifact_checks_file(stem)]
     return " ".join(map(shlex.quote, arguments))
 
