@@ -18,15 +18,22 @@ $(STAMP): pyproject.toml requirements.lock
 	$(VENV)/bin/python -c 'import torchvision' 2>/dev/null || $(VENV)/bin/pip uninstall --quiet -y torchvision
 	touch $(STAMP)
 
-setup: $(STAMP)
+# Every job is a fresh interpreter that imports the package: its bytecode is compiled once here, not in each job
+# (0.3 s a job on 2 cores where PYTHONDONTWRITEBYTECODE is set, as on the machines this project is tested on).
+BYTECODE := $(VENV)/.bytecode
+$(BYTECODE): $(STAMP) $(shell find src -name '*.py')
+	$(VENV)/bin/python -m compileall -q src
+	touch $(BYTECODE)
 
-report: $(STAMP)
+setup: $(STAMP) $(BYTECODE)
+
+report: $(STAMP) $(BYTECODE)
 	snakemake --cores all
 
-test: $(STAMP)
+test: $(STAMP) $(BYTECODE)
 	pytest
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(BYTECODE)
 	pytest -m "not slow"
 
 lint: $(STAMP)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from filelock import FileLock
 
 from bnnrepro import layout
 
@@ -74,15 +75,47 @@ def copy_project(destination: Path, dag_record: bool = True) -> Path:
 def session_dag_record() -> Path:
     """The DAG-time record (`bnnrepro.dag_cache`: the studies' composed overrides, the artifacts' declarations, the
     import graph) of an unchanged copy of the project after a dry run at `smoke` and at `default`, made once per test
-    session. Each entry is keyed by a digest of the files it read, so a test that edits one of them makes the
-    workflow redo that entry; the others it would only redo identically (a Hydra composition per study's run
-    pair, seconds per study)."""
-    folder = Path(tempfile.mkdtemp(prefix="bnnrepro-dag-record-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    project = copy_project(folder / "project", dag_record=False)
-    for scale in ("smoke", "default"):
-        run(["snakemake", "-n", "--config", f"scale={scale}"], project)
-    return project / layout.DAG_CACHE
+    session, by whichever pytest-xdist worker asks first (the others wait for it). Each entry is keyed by a digest of
+    the files it read, so a test that edits one of them makes the workflow redo that entry; the others it would only
+    redo identically (a Hydra composition per study's run pair, seconds per study)."""
+    folder = _session_folder("dag-record")
+    record = folder / "project" / layout.DAG_CACHE
+    with FileLock(folder / "lock"):
+        if not record.exists():
+            building = Path(tempfile.mkdtemp(dir=folder))
+            project = copy_project(building / "project", dag_record=False)
+            for scale in ("smoke", "default"):
+                run(["snakemake", "-n", "--config", f"scale={scale}"], project)
+            project.rename(folder / "project")
+    return record
+
+
+SESSION_FOLDER = "BNNREPRO_TEST_SESSION_FOLDER"
+"""The environment variable naming a folder that the processes of one test session share (pytest-xdist workers)."""
+
+
+def _session_folder(name: str) -> Path:
+    """`name` in the folder this test session shares; outside pytest, a temporary folder removed at exit."""
+    if SESSION_FOLDER not in os.environ:
+        os.environ[SESSION_FOLDER] = tempfile.mkdtemp(prefix="bnnrepro-session-")
+        atexit.register(shutil.rmtree, os.environ[SESSION_FOLDER], ignore_errors=True)
+    folder = Path(os.environ[SESSION_FOLDER]) / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The main pytest process makes the session's shared folder (its xdist workers inherit the variable); workers
+    share the cores, so each runs torch on one thread, as the workflow's jobs do."""
+    if hasattr(config, "workerinput"):
+        torch.set_num_threads(1)
+    else:
+        os.environ[SESSION_FOLDER] = tempfile.mkdtemp(prefix="bnnrepro-session-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(os.environ.pop(SESSION_FOLDER), ignore_errors=True)
 
 
 def _offline_prefix() -> list[str]:

@@ -19,6 +19,8 @@ from bnnrepro.artifacts.sdebnn_toy import hyperparameters
 from bnnrepro.data.registry import generate_instance
 from tests.conftest import ROOT, environment
 
+pytestmark = pytest.mark.xdist_group("continuous_depth_runs")  # one worker trains the runs its tests share
+
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:

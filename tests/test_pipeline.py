@@ -30,7 +30,8 @@ from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS
 from bnnrepro.studies import load_study
 from tests.conftest import OFFLINE, copy_project, run
 
-pytestmark = pytest.mark.slow
+# One pytest-xdist worker runs these tests: they share the built tree, and some edit it in place (and put it back).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_dag")]
 
 REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "udn/fig6"} | {
     "udn/fig4", "udn/fig7", "udn/fig8", "udn/table2",
@@ -64,7 +65,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", "--allow-empty"], project)
     run(["dvc", "init", "-q"], project)
     run(["dvc", "config", "core.analytics", "false"], project)
-    run([*OFFLINE, "dvc", "repro"], project)  # offline where a network namespace can be made
+    # offline where a network namespace can be made; 203 jobs beside the other tests on two cores take 10 minutes
+    run([*OFFLINE, "dvc", "repro"], project, timeout=1800)
     return project
 
 
