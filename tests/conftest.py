@@ -6,6 +6,7 @@ import atexit
 import hashlib
 import http.server
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -126,6 +128,15 @@ def _offline_prefix() -> list[str]:
 
 OFFLINE = _offline_prefix()
 needs_offline = pytest.mark.skipif(not OFFLINE, reason="`unshare -rn` (a network namespace) is not available here")
+
+
+@pytest.fixture(autouse=True)
+def seeded_global_generators() -> None:
+    """Every test starts from the same global random state, whichever tests its worker ran before (pytest-xdist
+    deals the tests out anew on each run)."""
+    torch.manual_seed(0)
+    np.random.seed(0)
+    random.seed(0)
 
 
 @pytest.fixture

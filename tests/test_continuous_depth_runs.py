@@ -22,7 +22,7 @@ from tests.conftest import ROOT, environment
 pytestmark = pytest.mark.xdist_group("continuous_depth_runs")  # one worker trains the runs its tests share
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # not "module": an xdist worker may run other modules' tests between these
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """results/<scale>/<study>/runs/<method>/sdebnn_toy/default/seed=0 of an SDE-BNN and an ODEnet, trained
     for a few epochs and evaluated."""

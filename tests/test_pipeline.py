@@ -56,7 +56,7 @@ def scheduled_jobs(dry_run_output: str) -> dict[str, int]:
     return {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if rule != "total"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # not "module": an xdist worker runs other modules' tests between these
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = copy_project(tmp_path_factory.mktemp("project"))
     config = yaml.safe_load((project / "config/config.yaml").read_text())

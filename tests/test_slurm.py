@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,9 +40,18 @@ def run_metrics(project: Path) -> dict[str, dict]:
     return {str(p.parent.relative_to(folder)): json.loads(p.read_text()) for p in folder.rglob("metrics.json")}
 
 
+@pytest.fixture
+def state() -> Iterator[Path]:
+    """The cluster's state folder, at a short path: slurmd's Unix sockets live in it, and a socket's path may not
+    exceed 108 bytes (pytest's tmp_path under an xdist worker is longer)."""
+    folder = Path(tempfile.mkdtemp(prefix="slurm-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.skipif(bool(MISSING), reason=f"SLURM test needs {', '.join(MISSING)} (`.ci/run` installs them)")
 @pytest.mark.skipif(os.geteuid() != 0, reason="the SLURM daemons and /etc/slurm/slurm.conf need root")
-def test_smoke_study_through_the_slurm_profile_equals_a_local_run(tmp_path: Path) -> None:
+def test_smoke_study_through_the_slurm_profile_equals_a_local_run(tmp_path: Path, state: Path) -> None:
     local = copy_project(tmp_path / "local")
     started = time.perf_counter()
     run(["snakemake", "--cores", "2", *SMOKE], local)
@@ -48,7 +59,7 @@ def test_smoke_study_through_the_slurm_profile_equals_a_local_run(tmp_path: Path
 
     cluster = copy_project(tmp_path / "cluster")
     command = [
-        "unshare", "--net", str(ROOT / "tests/slurm/run_in_cluster.sh"), str(tmp_path / "slurm-state"),
+        "unshare", "--net", str(ROOT / "tests/slurm/run_in_cluster.sh"), str(state),
         "timeout", "-s", "INT", "-k", "20", "600",  # SIGINT lets Snakemake cancel its jobs
         "snakemake", "--profile", "profiles/slurm", *TEST_CLUSTER, *SMOKE,
     ]  # fmt: skip
@@ -68,8 +79,8 @@ def test_smoke_study_through_the_slurm_profile_equals_a_local_run(tmp_path: Path
     for run_id, metrics in on_cluster.items():
         assert metrics["history"] == on_workstation[run_id]["history"], run_id
     assert (cluster / "reports/report.pdf").exists()
-    started = (tmp_path / "slurm-state/started.pids").read_text().split()
+    started = (state / "started.pids").read_text().split()
     assert len(started) == 3  # slurmctld, slurmd, munged
     assert not [pid for pid in started if Path(f"/proc/{pid}").exists()], "a daemon outlived the test"
     # the test cluster's configuration is gone from /etc/slurm (left there, every later snakemake call waits 10 s)
-    assert not Path("/etc/slurm/slurm.conf").resolve().is_relative_to(tmp_path)
+    assert not Path("/etc/slurm/slurm.conf").resolve().is_relative_to(state)

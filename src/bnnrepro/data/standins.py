@@ -21,7 +21,6 @@ from functools import cache
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy import ndimage
-from sklearn.datasets import load_digits
 
 MAX_SHIFT = 2  # pixels a digit or garment moves from the centre, each way
 CHUNK = 4096  # images generated at a time (bounds the float32 temporaries)
@@ -33,6 +32,8 @@ CHUNK = 4096  # images generated at a time (bounds the float32 temporaries)
 @cache
 def _digits(side: int) -> tuple[np.ndarray, np.ndarray]:
     """load_digits enlarged bilinearly to side x side, intensities in [0, 1] (float32), and labels."""
+    from sklearn.datasets import load_digits  # imported here: scikit-learn takes 2 s, and only the digits need it
+
     digits = load_digits()
     images = ndimage.zoom(digits.images / 16.0, (1, side / 8, side / 8), order=1)
     return np.clip(images, 0, 1).astype(np.float32), digits.target.astype(np.int64)
