@@ -21,6 +21,7 @@ import pytest
 import torch
 import yaml
 from filelock import FileLock
+from xdist.scheduler import LoadScopeScheduling
 
 from bnnrepro import layout
 
@@ -104,6 +105,28 @@ def _session_folder(name: str) -> Path:
     folder = Path(os.environ[SESSION_FOLDER]) / name
     folder.mkdir(exist_ok=True)
     return folder
+
+
+ONE_WORKER_MODULES = {
+    "tests/test_pipeline.py",  # the smoke DAG that its tests share (some edit it in place, then put it back)
+    "tests/test_continuous_depth_runs.py",  # the toy runs that its tests share
+}
+"""Modules whose tests run on one pytest-xdist worker, one after another: they share a session fixture."""
+
+
+class ModuleGroupScheduling(LoadScopeScheduling):
+    """pytest-xdist's `load` distribution, test by test, except for the tests of ONE_WORKER_MODULES: each of those
+    modules is one unit of work, dealt out first (units go out by their number of tests). xdist's own `loadgroup`
+    cannot group here: it renames the tests' `_nodeid`, which pytest 9 no longer reads."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return module if module in ONE_WORKER_MODULES else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest -p no:xdist runs without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> ModuleGroupScheduling | None:
+    return ModuleGroupScheduling(config, log) if config.getvalue("dist") == "load" else None
 
 
 def pytest_configure(config: pytest.Config) -> None:

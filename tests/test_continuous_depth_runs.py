@@ -19,8 +19,6 @@ from bnnrepro.artifacts.sdebnn_toy import hyperparameters
 from bnnrepro.data.registry import generate_instance
 from tests.conftest import ROOT, environment
 
-pytestmark = pytest.mark.xdist_group("continuous_depth_runs")  # one worker trains the runs its tests share
-
 
 @pytest.fixture(scope="session")  # not "module": an xdist worker may run other modules' tests between these
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:

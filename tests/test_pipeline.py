@@ -30,8 +30,7 @@ from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS
 from bnnrepro.studies import load_study
 from tests.conftest import OFFLINE, copy_project, run
 
-# One pytest-xdist worker runs these tests: they share the built tree, and some edit it in place (and put it back).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_dag")]
+pytestmark = pytest.mark.slow
 
 REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "udn/fig6"} | {
     "udn/fig4", "udn/fig7", "udn/fig8", "udn/table2",
