@@ -139,7 +139,8 @@ def test_a_studys_overrides_compose_once_until_a_file_they_read_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The workflow composes every study's overrides before any job, but not again on every call: the record holds a
-    digest of the study, config/train and the registry, so any edit to them composes again."""
+    digest of the study, the config/train files its compositions read and the registry, so an edit to one of them
+    composes again, and an edit to a config/train file that the study does not compose does not."""
     project = copy_project(tmp_path / "project", dag_record=False)
     monkeypatch.setenv("BNNREPRO_ROOT", str(project))
     cache = project / layout.DAG_CACHE
@@ -150,6 +151,10 @@ def test_a_studys_overrides_compose_once_until_a_file_they_read_changes(
     studies.check_overrides(study, ["smoke"], cache)
     studies.check_overrides(study, ["smoke"], cache)
     assert len(composed) == 1 and "study_checks/udn_spirals/smoke" in json.loads(cache.read_text())
+    other_method = project / "config/train/method/sdebnn.yaml"  # no variant of udn_spirals composes it
+    other_method.write_text(other_method.read_text() + "\n# an edit\n")
+    studies.check_overrides(study, ["smoke"], cache)
+    assert len(composed) == 1
     method = project / "config/train/method/finite.yaml"
     method.write_text(method.read_text() + "\n# an edit\n")
     studies.check_overrides(study, ["smoke"], cache)

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import jsonschema
 
-from bnnrepro import layout
+from bnnrepro import layout, train_configs
 from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file
 from bnnrepro.files import read_yaml
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
-from bnnrepro.train_configs import SCALES, compose_config
+from bnnrepro.train_configs import SCALES, compose_config, composed_files
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -241,16 +241,33 @@ def _check(study: Study, path: Path) -> None:
                 raise StudyError(f"{path}: {err.args[0]}") from None
 
 
-def overrides_digest(study: Study) -> str:
-    """A digest of everything the composition of a study's overrides reads: its file, every file of config/train and
-    config/datasets.yaml, this module and the Hydra version."""
+def overrides_digest(study: Study, scale: str) -> str | None:
+    """A digest of everything composing a study's overrides at `scale` reads: its file, the config/train files those
+    compositions read (`composed_files`), config/datasets.yaml, this module, bnnrepro.train_configs and the Hydra
+    version. None when a variant names an option that has no file (its composition then says which)."""
+    try:
+        configs = {
+            file
+            for grid in study.scale_grids(scale).values()
+            for variant, dataset_name in itertools.product(grid["method"], grid["dataset"])
+            for file in composed_files(_pair_overrides(study, variant, dataset_name, scale))
+        }
+    except FileNotFoundError:
+        return None
     files = [
         studies_dir() / f"{study.name}.yaml",
         Path(__file__),
+        Path(train_configs.__file__),
         registry_file(),
-        *sorted(train_config_dir().rglob("*")),
+        *(project_root() / f for f in sorted(configs)),
     ]
-    return files_digest(files, study.name, f"hydra-core {version('hydra-core')}")
+    return files_digest(files, study.name, scale, f"hydra-core {version('hydra-core')}")
+
+
+def _pair_overrides(study: Study, variant: str, dataset_name: str, scale: str) -> list[str]:
+    """The Hydra overrides of a method variant on a dataset at a scale, as the check composes them."""
+    overrides = [f"{k}={v}" for k, v in study.variant_overrides(variant).items()]
+    return [*overrides, f"dataset={dataset_name}", f"scale={scale}", "run_dir=unused"]
 
 
 def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path | None = None) -> None:
@@ -260,11 +277,12 @@ def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path
     paper grid is composed when a call asks for `paper`: every study's, ~300 compositions, cost a minute) and
     checks the values every scale gives each key against those compositions; the tests compose every scale. With
     `record` (`bnnrepro.dag_cache`), a study and scale checked before with exactly the files of `overrides_digest`
-    are not checked again."""
+    are not checked again: editing a config/train file checks again the studies that compose it, not the others."""
     path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
     for scale in scales:
-        key = f"study_checks/{study.name}/{scale}"
-        cached(record, key, overrides_digest(study), partial(_compose_overrides, study, scale, path))
+        digest = overrides_digest(study, scale)
+        check = partial(_compose_overrides, study, scale, path)
+        cached(record if digest else None, f"study_checks/{study.name}/{scale}", digest or "", check)
 
 
 def _compose_overrides(study: Study, scale: str, path: Path) -> None:
@@ -277,8 +295,7 @@ def _compose_overrides(study: Study, scale: str, path: Path) -> None:
         for grid_name, grid in study.scale_grids(scale).items():
             for variant, dataset_name in itertools.product(grid["method"], grid["dataset"]):
                 if (variant, dataset_name) not in composed:
-                    overrides = [f"{k}={v}" for k, v in study.variant_overrides(variant).items()]
-                    overrides += [f"dataset={dataset_name}", f"scale={scale}", "run_dir=unused"]
+                    overrides = _pair_overrides(study, variant, dataset_name, scale)
                     try:
                         composed[variant, dataset_name] = compose(config_name="config", overrides=overrides)
                     except (HydraException, OmegaConfBaseException) as err:
