@@ -98,12 +98,13 @@ SESSION_FOLDER = "BNNREPRO_TEST_SESSION_FOLDER"
 
 
 def _session_folder(name: str) -> Path:
-    """`name` in the folder this test session shares; outside pytest, a temporary folder removed at exit."""
+    """`name` in the folder that the processes of this test session share, made by the first that asks (the main
+    pytest process, before its xdist workers start: they inherit the variable) and removed when that one exits."""
     if SESSION_FOLDER not in os.environ:
         os.environ[SESSION_FOLDER] = tempfile.mkdtemp(prefix="bnnrepro-session-")
         atexit.register(shutil.rmtree, os.environ[SESSION_FOLDER], ignore_errors=True)
     folder = Path(os.environ[SESSION_FOLDER]) / name
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
@@ -130,17 +131,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log) -> ModuleGroupSchedu
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The main pytest process makes the session's shared folder (its xdist workers inherit the variable); workers
-    share the cores, so each runs torch on one thread, as the workflow's jobs do."""
+    """The main pytest process makes the session's shared folder before its workers start; workers share the cores,
+    so each runs torch on one thread, as the workflow's jobs do."""
     if hasattr(config, "workerinput"):
         torch.set_num_threads(1)
     else:
-        os.environ[SESSION_FOLDER] = tempfile.mkdtemp(prefix="bnnrepro-session-")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):
-        shutil.rmtree(os.environ.pop(SESSION_FOLDER), ignore_errors=True)
+        _session_folder("")
 
 
 def _offline_prefix() -> list[str]:

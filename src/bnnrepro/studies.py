@@ -8,7 +8,7 @@ point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.lay
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
 from importlib.metadata import version
@@ -248,8 +248,7 @@ def overrides_digest(study: Study, scale: str) -> str | None:
     try:
         configs = {
             file
-            for grid in study.scale_grids(scale).values()
-            for variant, dataset_name in itertools.product(grid["method"], grid["dataset"])
+            for _, variant, dataset_name in _grid_pairs(study, scale)
             for file in composed_files(_pair_overrides(study, variant, dataset_name, scale))
         }
     except FileNotFoundError:
@@ -262,6 +261,13 @@ def overrides_digest(study: Study, scale: str) -> str | None:
         *(project_root() / f for f in sorted(configs)),
     ]
     return files_digest(files, study.name, scale, f"hydra-core {version('hydra-core')}")
+
+
+def _grid_pairs(study: Study, scale: str) -> Iterator[tuple[str, str, str]]:
+    """(grid name, method variant, dataset) of each point of the study's grids at `scale`, up to seeds and keys."""
+    for grid_name, grid in study.scale_grids(scale).items():
+        for variant, dataset_name in itertools.product(grid["method"], grid["dataset"]):
+            yield grid_name, variant, dataset_name
 
 
 def _pair_overrides(study: Study, variant: str, dataset_name: str, scale: str) -> list[str]:
@@ -292,21 +298,20 @@ def _compose_overrides(study: Study, scale: str, path: Path) -> None:
 
     composed: dict[tuple[str, str], DictConfig] = {}
     with initialize_config_dir(config_dir=str(train_config_dir()), version_base="1.3"):
-        for grid_name, grid in study.scale_grids(scale).items():
-            for variant, dataset_name in itertools.product(grid["method"], grid["dataset"]):
-                if (variant, dataset_name) not in composed:
-                    overrides = _pair_overrides(study, variant, dataset_name, scale)
-                    try:
-                        composed[variant, dataset_name] = compose(config_name="config", overrides=overrides)
-                    except (HydraException, OmegaConfBaseException) as err:
-                        raise StudyError(
-                            f"{path}: method variant {variant} on {dataset_name} has an invalid Hydra override: "
-                            f"{err}. Overrides: {' '.join(overrides)}; keys are those of config/train/"
-                        ) from None
-                where = f"{path}: grids.{grid_name} ({variant} on {dataset_name})"
-                # a key's kind is the same at every scale: the values other scales give it are checked here too
-                for values in (study.scale_grids(other)[grid_name] for other in SCALES):
-                    _check_grid_keys(values, composed[variant, dataset_name], where)
+        for grid_name, variant, dataset_name in _grid_pairs(study, scale):
+            if (variant, dataset_name) not in composed:
+                overrides = _pair_overrides(study, variant, dataset_name, scale)
+                try:
+                    composed[variant, dataset_name] = compose(config_name="config", overrides=overrides)
+                except (HydraException, OmegaConfBaseException) as err:
+                    raise StudyError(
+                        f"{path}: method variant {variant} on {dataset_name} has an invalid Hydra override: "
+                        f"{err}. Overrides: {' '.join(overrides)}; keys are those of config/train/"
+                    ) from None
+            where = f"{path}: grids.{grid_name} ({variant} on {dataset_name})"
+            # a key's kind is the same at every scale: the values other scales give it are checked here too
+            for values in (study.scale_grids(other)[grid_name] for other in SCALES):
+                _check_grid_keys(values, composed[variant, dataset_name], where)
 
 
 VALUE_KINDS = {"a number": (int, float), "a boolean": (bool,), "a string": (str,)}
