@@ -46,9 +46,15 @@ rule all:
         rules.record_timestamps.output.timestamps,
 
 
+onstart:
+    start_job_server()
+
+
 onsuccess:
+    stop_job_server()
     stop_rate_limiter_timers()
 
 
 onerror:
+    stop_job_server()
     stop_rate_limiter_timers()

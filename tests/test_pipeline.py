@@ -66,7 +66,22 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run(["dvc", "config", "core.analytics", "false"], project)
     # offline where a network namespace can be made; 203 jobs beside the other tests on two cores take 10 minutes
     run([*OFFLINE, "dvc", "repro"], project, timeout=1800)
+    shutil.copy(project / JOB_SERVER_LOG, project.parent / "first_run_job_server.log")  # later tests rerun jobs
     return project
+
+
+JOB_SERVER_LOG = layout.log_file("job_server", "server")
+
+
+def test_the_jobs_ran_as_children_of_the_job_server(built: Path) -> None:
+    """The workflow's jobs start as forks of its job server (bnnrepro.job_server); only those that start before
+    the server is ready (the first data jobs, a few seconds) run as plain processes, and none is refused."""
+    log = (built.parent / "first_run_job_server.log").read_text()
+    training = re.findall(r"^job (\d+): python -m bnnrepro\.train ", log, flags=re.M)
+    runs = list((built / "results/smoke").glob(f"*/runs/**/{layout.RUN_METRICS}"))
+    assert len(runs) > 100 and len(training) >= 0.9 * len(runs)
+    assert "refused" not in log
+    assert all(f"job {pid}: exit status 0" in log for pid in training)
 
 
 def test_report_lists_every_artifact_with_its_status(built: Path) -> None:

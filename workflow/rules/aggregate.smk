@@ -19,7 +19,7 @@ rule aggregate:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.aggregate {wildcards.study} {wildcards.scale} {output} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.aggregate {wildcards.study} {wildcards.scale} {output} > {log} 2>&1"
 
 
 # A study of your own (`paper: own`): a table of its test metrics, mean and standard error over seeds.
@@ -43,5 +43,5 @@ rule study_summary:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.report.study_summary {wildcards.study} {input.metrics} "
+        "python -m bnnrepro.job_server run bnnrepro.report.study_summary {wildcards.study} {input.metrics} "
         "--outputs {output.csv} {output.md} {output.tex} > {log} 2>&1"

@@ -19,7 +19,7 @@ rule generate_data:
     params:
         entry=registry_entry,
     shell:
-        "python -m bnnrepro.data generate {wildcards.dataset} '{wildcards.instance}' {output} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.data generate {wildcards.dataset} '{wildcards.instance}' {output} > {log} 2>&1"
 
 
 rule fetch:
@@ -55,7 +55,7 @@ rule prepare_download:
     params:
         entry=registry_entry,
     shell:
-        "python -m bnnrepro.data prepare {wildcards.download} {input.raw} {output} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.data prepare {wildcards.download} {input.raw} {output} > {log} 2>&1"
 
 
 # A dataset an installed package ships (config/datasets.yaml `packaged`): its arrays, written once for the loader.
@@ -74,7 +74,7 @@ rule prepare_packaged:
     params:
         entry=registry_entry,
     shell:
-        "python -m bnnrepro.data package {wildcards.download} {output} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.data package {wildcards.download} {output} > {log} 2>&1"
 
 
 rule standin:
@@ -90,7 +90,7 @@ rule standin:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.data standin {wildcards.download} {output} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.data standin {wildcards.download} {output} > {log} 2>&1"
 
 
 rule data:

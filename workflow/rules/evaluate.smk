@@ -26,5 +26,5 @@ rule evaluate:
     params:
         data=evaluation_data_arguments,
     shell:
-        "python -m bnnrepro.evaluations 'results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}' "
+        "python -m bnnrepro.job_server run bnnrepro.evaluations 'results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}' "
         "{wildcards.evaluation} '{output}' {params.data} > '{log}' 2>&1"

@@ -19,4 +19,4 @@ for _study in drawn_studies():
         params:
             arguments=drawing_arguments(_study),
         shell:
-            "python -m bnnrepro.artifacts {params.arguments} > {log} 2>&1"
+            "python -m bnnrepro.job_server run bnnrepro.artifacts {params.arguments} > {log} 2>&1"

@@ -19,7 +19,7 @@ rule report_manifest:
     params:
         config=report_config(),
     shell:
-        "python -m bnnrepro.report.manifest --config {params.config} --out {output} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.report.manifest --config {params.config} --out {output} > {log} 2>&1"
 
 
 rule report:
@@ -34,7 +34,7 @@ rule report:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.report {input.manifest} {output.pdf} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.report {input.manifest} {output.pdf} > {log} 2>&1"
 
 
 # Last: the size, time and md5 of every result, cached by DVC with them, so that results checked out from a

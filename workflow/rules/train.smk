@@ -24,4 +24,4 @@ rule train:
     params:
         overrides=run_overrides,
     shell:
-        "python -m bnnrepro.train {params.overrides} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.train {params.overrides} > {log} 2>&1"

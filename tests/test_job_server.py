@@ -1,0 +1,197 @@
+"""The job server (bnnrepro.job_server): a job run through it behaves as `python -m <module>` would, and a job the
+server cannot vouch for runs as a plain process.
+
+A real server (`python -m bnnrepro.job_server serve`) serves real commands (`python -m bnnrepro.job_server run`);
+each case runs the same probe module both ways and compares what the probe saw and how it ended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bnnrepro.job_server import ADDRESS_VARIABLE, server_environment
+
+PROBE = """
+import json, os, signal, sys, time
+seen = {
+    "arguments": sys.argv[1:], "cwd": os.getcwd(), "variable": os.environ.get("PROBE_VARIABLE"),
+    "stdin": sys.stdin.read(), "served": "torch" in sys.modules,
+    "project_modules": sorted(name for name in sys.modules if name.split(".")[0] == "bnnrepro"),
+}
+print(json.dumps(seen))
+print("to stderr", file=sys.stderr)
+action = sys.argv[1] if len(sys.argv) > 1 else ""
+if action == "exit":
+    sys.exit(int(sys.argv[2]))
+if action == "message":
+    sys.exit("a message")
+if action == "raise":
+    raise RuntimeError("the probe failed")
+if action == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+if action == "wait":
+    def terminated(number, frame):
+        open(sys.argv[2], "w").write("terminated")
+        sys.exit(7)
+    signal.signal(signal.SIGTERM, terminated)
+    open(sys.argv[3], "w").write(str(os.getpid()))
+    time.sleep(60)
+"""
+
+
+def wait_for(condition, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("modules")
+    (folder / "probe.py").write_text(PROBE)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def environment(modules: Path) -> dict[str, str]:
+    """What the server and its commands run with: the probe's folder on the module path, one BLAS thread."""
+    path = os.pathsep.join(filter(None, [str(modules), os.environ.get("PYTHONPATH")]))
+    return server_environment() | {"PYTHONPATH": path}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the server and the commands run, as the workflow's jobs run where its server runs: `python -m` puts
+    the working directory on the module path, and a command with another module path runs as a plain process."""
+    return tmp_path_factory.mktemp("workdir")
+
+
+@pytest.fixture(scope="module")
+def server(environment: dict[str, str], workdir: Path) -> Iterator[str]:
+    """A running job server; its socket's path (short: a Unix socket's path has at most 107 bytes)."""
+    folder = tempfile.mkdtemp(prefix="jobs-")
+    address = os.path.join(folder, "server.sock")
+    command = [sys.executable, "-m", "bnnrepro.job_server", "serve", address, str(os.getpid())]
+    process = subprocess.Popen(command, env=environment, cwd=workdir, stdout=subprocess.DEVNULL)
+    wait_for(lambda: os.path.exists(address))
+    yield address
+    process.terminate()
+    assert process.wait(30) == 0
+    assert not os.path.exists(address)
+    shutil.rmtree(folder)
+
+
+def run_both(arguments: list[str], environment: dict[str, str], server: str, cwd: Path, **changes: str):
+    """The probe run plain and through the server: (plain, served) completed processes."""
+    plain = subprocess.run([sys.executable, "-m", "probe", *arguments], env=environment | changes, cwd=cwd,
+                           input="from stdin", capture_output=True, text=True)  # fmt: skip
+    served = subprocess.run([sys.executable, "-m", "bnnrepro.job_server", "run", "probe", *arguments],
+                            env=environment | changes | {ADDRESS_VARIABLE: server}, cwd=cwd, input="from stdin",
+                            capture_output=True, text=True)  # fmt: skip
+    return plain, served
+
+
+def seen(process: subprocess.CompletedProcess) -> dict:
+    return json.loads(process.stdout.splitlines()[0])
+
+
+def test_a_served_job_sees_and_ends_as_python_m_would(server: str, environment: dict, workdir: Path) -> None:
+    plain, served = run_both(["exit", "3"], environment, server, workdir, PROBE_VARIABLE="set")
+    assert seen(served) | {"served": False} == seen(plain)
+    assert seen(served)["served"] and not seen(plain)["served"]
+    assert seen(served) == {"arguments": ["exit", "3"], "cwd": str(workdir), "variable": "set",
+                            "stdin": "from stdin", "served": True, "project_modules": []}  # fmt: skip
+    assert served.returncode == plain.returncode == 3
+    assert served.stderr == plain.stderr == "to stderr\n"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "stderr_ends"),
+    [([], 0, "to stderr\n"), (["message"], 1, "a message\n"), (["raise"], 1, "RuntimeError: the probe failed\n"),
+     (["kill"], -signal.SIGKILL, "to stderr\n")],
+)  # fmt: skip
+def test_a_served_job_ends_with_the_status_of_its_plain_run(
+    server: str, environment: dict, workdir: Path, arguments: list[str], status: int, stderr_ends: str
+) -> None:
+    plain, served = run_both(arguments, environment, server, workdir)
+    assert seen(served)["served"]
+    assert served.returncode == plain.returncode == status
+    assert served.stderr.endswith(stderr_ends) and plain.stderr.endswith(stderr_ends)
+
+
+def waiting_job(server: str, environment: dict, workdir: Path, folder: Path) -> tuple[subprocess.Popen, Path]:
+    """A served probe that waits for SIGTERM (then writes `terminated` and exits 7); started, with that file."""
+    marker, started = folder / "terminated", folder / "pid"
+    process = subprocess.Popen([sys.executable, "-m", "bnnrepro.job_server", "run", "probe", "wait", str(marker),
+                                str(started)], env=environment | {ADDRESS_VARIABLE: server}, cwd=workdir)  # fmt: skip
+    wait_for(lambda: started.exists() and started.read_text())
+    assert int(started.read_text()) != process.pid  # the job runs in the server's child, not in the command
+    return process, marker
+
+
+def test_a_signal_to_the_command_reaches_its_job(server: str, environment: dict, workdir: Path, tmp_path: Path) -> None:
+    process, marker = waiting_job(server, environment, workdir, tmp_path)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(30) == 7
+    assert marker.read_text() == "terminated"
+
+
+def test_a_killed_command_has_its_job_terminated(server: str, environment: dict, workdir: Path, tmp_path: Path) -> None:
+    process, marker = waiting_job(server, environment, workdir, tmp_path)
+    process.kill()
+    process.wait(30)
+    wait_for(lambda: marker.exists() and marker.read_text() == "terminated", 30)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"PYTHONPATH": os.pathsep.join(["/nonexistent"] + sys.path[1:])}, {"OMP_NUM_THREADS": "2"},
+     {"OPENBLAS_NUM_THREADS": "4"}, {"SLURM_JOB_ID": "17"}, {ADDRESS_VARIABLE: "/nonexistent/server.sock"}],
+    ids=["module path", "OpenMP threads", "BLAS threads", "SLURM job", "no server"],
+)  # fmt: skip
+def test_a_job_the_server_cannot_vouch_for_runs_as_a_plain_process(
+    server: str, environment: dict, workdir: Path, modules: Path, changes: dict[str, str]
+) -> None:
+    if "PYTHONPATH" in changes:
+        changes = {"PYTHONPATH": os.pathsep.join([str(modules), "/nonexistent"])}
+    served = subprocess.run([sys.executable, "-m", "bnnrepro.job_server", "run", "probe", "exit", "5"],
+                            env=environment | {ADDRESS_VARIABLE: server} | changes, cwd=workdir,
+                            input="from stdin", capture_output=True, text=True)  # fmt: skip
+    assert served.returncode == 5
+    assert seen(served)["arguments"] == ["exit", "5"] and seen(served)["stdin"] == "from stdin"
+    assert not seen(served)["served"]
+
+
+def test_the_server_ends_with_the_workflow_that_started_it(environment: dict) -> None:
+    folder = tempfile.mkdtemp(prefix="jobs-")
+    address = os.path.join(folder, "server.sock")
+    starter = (
+        "import os, subprocess, sys; "
+        f"print(subprocess.Popen([sys.executable, '-m', 'bnnrepro.job_server', 'serve', {address!r}, "
+        "str(os.getpid())], stdout=subprocess.DEVNULL).pid)"
+    )
+    server = int(subprocess.run([sys.executable, "-c", starter], env=environment, capture_output=True,
+                                text=True, check=True).stdout)  # fmt: skip
+
+    def ended() -> bool:
+        try:
+            os.kill(server, 0)
+        except ProcessLookupError:
+            return True
+        return Path(f"/proc/{server}/stat").read_text().split()[2] == "Z"
+
+    wait_for(ended, 60)
+    assert not os.path.exists(address)
+    shutil.rmtree(folder)
