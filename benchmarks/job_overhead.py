@@ -4,6 +4,7 @@ Prints the median wall time over N repetitions of, for a training job (against a
   imports         python -c "import bnnrepro.train"
   start-up        imports + Hydra composition of the job's config (what a job does before training)
   whole job       `python -m bnnrepro.train` for 1 epoch of the UDN on spirals, minus its training time
+  served job      the same job through a job server (`python -m bnnrepro.job_server run bnnrepro.train ...`)
 and for the job that draws a study's figures and tables (against a bare `python -c "import matplotlib.pyplot,
 pandas"`), per study: the imports of `python -m bnnrepro.artifacts` drawing all its artifacts (their drawing and
 claims modules), in all and per artifact; and against `import matplotlib.pyplot, pandas, seaborn`, the floor of a
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.data.registry import generate_instance
+from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
 from bnnrepro.layout import RUN_METRICS
 from bnnrepro.studies import available_studies, load_study
 
@@ -38,9 +40,9 @@ COMPOSE = (
 )
 
 
-def wall_time(command: list[str]) -> float:
+def wall_time(command: list[str], environment: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True)
+    subprocess.run(command, check=True, capture_output=True, env=environment)
     return time.perf_counter() - started
 
 
@@ -49,17 +51,27 @@ def median_time(command: list[str], repeats: int) -> float:
     return statistics.median(wall_time(command) for _ in range(repeats))
 
 
-def whole_job(repeats: int) -> float:
+def whole_job(repeats: int, served: bool = False) -> float:
+    """A 1-epoch training job's wall time minus its training time: as a new process, or through a job server
+    (`served`: `python -m bnnrepro.job_server run`, the workflow's command, with a server started here)."""
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "spirals.npz"
         generate_instance("spirals", "omega=4+seed=0", data)
+        environment = server_environment()
+        module = ["-m", "bnnrepro.job_server", "run", "bnnrepro.train"] if served else ["-m", "bnnrepro.train"]
+        server = StartedServer(Path(folder) / "server.log", environment) if served else None
+        if server:
+            server.wait_until_ready()
+            environment[ADDRESS_VARIABLE] = server.address
         times = []
         for i in range(repeats + 1):
             run_dir = Path(folder) / f"run{i}"
-            command = [sys.executable, "-m", "bnnrepro.train", "method=udn", f"dataset.path='{data}'",
-                       f"run_dir='{run_dir}'", "train.epochs=1"]  # fmt: skip
-            elapsed = wall_time(command)
+            command = [sys.executable, *module, "method=udn", f"dataset.path='{data}'", f"run_dir='{run_dir}'",
+                       "train.epochs=1"]  # fmt: skip
+            elapsed = wall_time(command, environment)
             times.append(elapsed - json.loads((run_dir / RUN_METRICS).read_text())["train_seconds"])
+        if server:
+            server.stop()
         return statistics.median(times[1:])
 
 
@@ -85,6 +97,7 @@ def main() -> None:
         "imports (bnnrepro.train)": median_time([sys.executable, "-c", "import bnnrepro.train" + FREEZE], repeats),
         "start-up (imports + config composition)": median_time([sys.executable, "-c", COMPOSE], repeats),
         "whole 1-epoch job minus training": whole_job(repeats),
+        "the same through the job server": whole_job(repeats, served=True),
     }
     plotting = median_time([sys.executable, "-c", "import matplotlib.pyplot, pandas"], repeats)
     with_seaborn = median_time([sys.executable, "-c", "import matplotlib.pyplot, pandas, seaborn"], repeats)

@@ -12,14 +12,11 @@ import pytest
 
 from bnnrepro.sources import _module_file
 
+JOB = re.escape("python -m bnnrepro.job_server run")
+
 ROOT = Path(__file__).parents[1]
-ENTRY_POINTS = sorted(
-    {
-        module
-        for rules in (ROOT / "workflow" / "rules").glob("*.smk")
-        for module in re.findall(r"python -m (bnnrepro[\w.]*)", rules.read_text())
-    }
-)
+RULES = [rules.read_text() for rules in (ROOT / "workflow" / "rules").glob("*.smk")]
+ENTRY_POINTS = sorted({module for text in RULES for module in re.findall(JOB + r" (bnnrepro[\w.]*)", text)})
 
 
 def main_block(module: str) -> list[str]:
@@ -33,6 +30,11 @@ def main_block(module: str) -> list[str]:
 
 def test_the_workflow_starts_jobs_through_entry_points() -> None:
     assert {"bnnrepro.train", "bnnrepro.evaluations", "bnnrepro.artifacts", "bnnrepro.data"} <= set(ENTRY_POINTS)
+
+
+def test_every_job_starts_through_the_job_server() -> None:
+    """Each `python -m` of the workflow goes through bnnrepro.job_server, which forks it from the server."""
+    assert {module for text in RULES for module in re.findall(r"\"python -m ([\w.]+)", text)} == {"bnnrepro.job_server"}
 
 
 @pytest.mark.parametrize("module", ENTRY_POINTS)

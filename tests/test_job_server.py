@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bnnrepro.job_server import ADDRESS_VARIABLE, server_environment
+from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
 
 PROBE = """
 import json, os, signal, sys, time
@@ -80,17 +80,12 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(environment: dict[str, str], workdir: Path) -> Iterator[str]:
-    """A running job server; its socket's path (short: a Unix socket's path has at most 107 bytes)."""
-    folder = tempfile.mkdtemp(prefix="jobs-")
-    address = os.path.join(folder, "server.sock")
-    command = [sys.executable, "-m", "bnnrepro.job_server", "serve", address, str(os.getpid())]
-    process = subprocess.Popen(command, env=environment, cwd=workdir, stdout=subprocess.DEVNULL)
-    wait_for(lambda: os.path.exists(address))
-    yield address
-    process.terminate()
-    assert process.wait(30) == 0
-    assert not os.path.exists(address)
-    shutil.rmtree(folder)
+    """A running job server; its socket's path."""
+    server = StartedServer(workdir.parent / "server.log", environment, cwd=workdir)
+    server.wait_until_ready()
+    yield server.address
+    assert server.stop() == 0
+    assert not os.path.exists(server.folder)
 
 
 def run_both(arguments: list[str], environment: dict[str, str], server: str, cwd: Path, **changes: str):

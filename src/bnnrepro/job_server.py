@@ -32,13 +32,17 @@ import os
 import random
 import runpy
 import selectors
+import shutil
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 ADDRESS_VARIABLE = "BNNREPRO_JOB_SERVER"
@@ -72,6 +76,8 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STANDARD_STREAMS = (0, 1, 2)
+MAX_ADDRESS_BYTES = 100
+"""A Unix socket's path has at most 107 bytes on Linux; some room is kept."""
 HEADER = struct.Struct("!I")
 PARENT_CHECK_SECONDS = 1.0
 REQUEST_SECONDS = 10.0
@@ -303,6 +309,43 @@ def server_environment(threads: int = 1) -> dict[str, str]:
     """The environment to start the server in: this one, with the thread counts that Snakemake gives a job of
     `threads` threads (the jobs with other counts run as plain processes)."""
     return dict(os.environ) | {name: str(threads) for name in THREAD_VARIABLES}
+
+
+class StartedServer:
+    """A job server that this process (the workflow, a benchmark, a test) starts for the jobs it runs; it ends with
+    `stop` or with this process. Its socket lies in a new folder under the system's temporary folder."""
+
+    def __init__(self, log: Path, environment: dict[str, str], cwd: Path | None = None) -> None:
+        self.folder = tempfile.mkdtemp(prefix="bnnrepro-jobs-")
+        self.address = os.path.join(self.folder, "server.sock")
+        if len(self.address.encode()) > MAX_ADDRESS_BYTES:
+            shutil.rmtree(self.folder)
+            raise ValueError(f"the job server's socket path {self.address} is longer than a Unix socket allows "
+                             f"({MAX_ADDRESS_BYTES} bytes): set TMPDIR to a shorter folder")  # fmt: skip
+        log.parent.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "bnnrepro.job_server", "serve", self.address, str(os.getpid())]
+        with log.open("w") as output:
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                                            env=environment, cwd=cwd, start_new_session=True)  # fmt: skip
+
+    def wait_until_ready(self, seconds: float = 120.0) -> None:
+        """Wait until the server accepts jobs (its imports take a few seconds)."""
+        deadline = time.monotonic() + seconds
+        while not os.path.exists(self.address):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the job server did not start (exit status {self.process.poll()})")
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        """Stop the server (SIGTERM; SIGKILL after a minute) and remove its folder; its exit status."""
+        self.process.terminate()
+        try:
+            status = self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            status = self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return status
 
 
 def _startup_environment(environment: dict[str, str]) -> dict[str, str]:

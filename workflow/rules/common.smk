@@ -6,7 +6,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 
 from pathlib import Path
@@ -30,7 +29,7 @@ from bnnrepro.data.registry import (
 )
 from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
 from bnnrepro.files import UnreadableFileError
-from bnnrepro.job_server import ADDRESS_VARIABLE, server_environment
+from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
 from bnnrepro.report import INVOCATION_VARIABLE
@@ -474,7 +473,7 @@ def stop_rate_limiter_timers():
 
 
 JOB_SERVERS = []
-"""The job server of this run, with its socket's folder, while it runs."""
+"""The job server of this run while it runs."""
 
 
 def start_job_server():
@@ -483,35 +482,18 @@ def start_job_server():
     that starts before the server is ready runs as a plain process."""
     if not config["job_server"]:
         return
-    folder = tempfile.mkdtemp(prefix="bnnrepro-jobs-")
-    address = os.path.join(folder, "server.sock")
-    if len(address.encode()) > 100:  # a Unix socket's path has at most 107 bytes
-        shutil.rmtree(folder)
-        logger.warning(f"No job server: its socket's path {address} is too long; set TMPDIR to a shorter folder.")
-        return
     log = Path(layout.log_file("job_server", "server"))
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "bnnrepro.job_server", "serve", address, str(os.getpid())],
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=server_environment(),
-            start_new_session=True,
-        )
-    os.environ[ADDRESS_VARIABLE] = address
-    JOB_SERVERS.append((process, folder))
+    try:  # the thread counts of train and evaluate jobs, most of the jobs
+        server = StartedServer(log, server_environment(config["threads_per_job"]))
+    except ValueError as error:
+        logger.warning(f"No job server, every job starts a new Python process: {error}")
+        return
+    os.environ[ADDRESS_VARIABLE] = server.address
+    JOB_SERVERS.append(server)
 
 
 def stop_job_server():
     """Stop the job server when the run ends (onsuccess, onerror)."""
     os.environ.pop(ADDRESS_VARIABLE, None)
     while JOB_SERVERS:
-        process, folder = JOB_SERVERS.pop()
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        shutil.rmtree(folder, ignore_errors=True)
+        JOB_SERVERS.pop().stop()
