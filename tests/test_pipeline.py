@@ -55,6 +55,9 @@ def scheduled_jobs(dry_run_output: str) -> dict[str, int]:
     return {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if rule != "total"}
 
 
+JOB_SERVER_LOG = layout.log_file("job_server", "server")
+
+
 @pytest.fixture(scope="session")  # not "module": an xdist worker runs other modules' tests between these
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = copy_project(tmp_path_factory.mktemp("project"))
@@ -68,9 +71,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run([*OFFLINE, "dvc", "repro"], project, timeout=1800)
     shutil.copy(project / JOB_SERVER_LOG, project.parent / "first_run_job_server.log")  # later tests rerun jobs
     return project
-
-
-JOB_SERVER_LOG = layout.log_file("job_server", "server")
 
 
 def test_the_jobs_ran_as_children_of_the_job_server(built: Path) -> None:

@@ -375,7 +375,7 @@ def _send(connection: socket.socket, message: dict, streams: tuple[int, ...] = (
     connection.sendall(body)
 
 
-def _receive(connection: socket.socket, streams: int = 0):
+def _receive(connection: socket.socket, streams: int = 0) -> dict | tuple[dict, list[int]] | None:
     """The next message (with `streams` file descriptors when asked for), or None when the other end has closed."""
     header, fds, _, _ = socket.recv_fds(connection, HEADER.size, streams)
     header += _receive_exactly(connection, HEADER.size - len(header)) if header else b""
