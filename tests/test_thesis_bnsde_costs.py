@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from bnnrepro.artifacts.registry import implementation
 from bnnrepro.artifacts.thesis_bnsde_costs import (
@@ -20,13 +21,16 @@ from bnnrepro.artifacts.thesis_bnsde_costs import (
     SWEEP,
     THESIS_COLUMN,
     THESIS_COSTS,
-    ElementwiseCounter,
+    OperationCounter,
     beyond_reference,
+    build_model,
     cost_cells,
     drift_weights,
     label,
     measured_counts,
+    one_iteration,
     row_config,
+    sequences,
 )
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -45,15 +49,32 @@ def at(counts: pd.DataFrame, row: str, length: int, samples: int = 1, states: in
     return counts.set_index(["row", "T", "M", "D"]).loc[(row, length, samples, states), column]
 
 
-def test_the_elementwise_counter_counts_outputs_and_reads_but_not_products_copies_or_draws() -> None:
+def test_the_counter_counts_outputs_and_reads_but_not_copies_or_draws_and_products_apart() -> None:
     x = torch.randn(5, 4, requires_grad=True)
-    with ElementwiseCounter() as counter:
+    with OperationCounter() as counter:
         y = (x.exp() * 2).sum()  # 20 + 20 outputs, 20 read
-        (x @ torch.randn(4, 3)).t().clone()  # a product, a view and a copy
+        (x @ torch.randn(4, 3)).t().clone()  # a product (2 * 5 * 4 * 3 FLOPs), a view and a copy
         torch.randn_like(x)
         y.backward()  # d/dx: 20 (exp's gradient: grad * exp) + 20 (the product with 2), the expanded ones not counted
     assert counter.unknown == set()
-    assert counter.total == 60 + 40
+    assert counter.elementwise == 60 + 40
+    assert counter.matmul_flops == 2 * 5 * 4 * 3
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+def test_the_matmul_flops_are_those_flop_counter_mode_counts(row: str) -> None:
+    """The counter applies torch.utils.flop_counter's formulas itself: one iteration of each row, counted by it and
+    by `FlopCounterMode` (the reference) on the same model and inputs, gives the same FLOPs."""
+    cfg = row_config(row)
+    counts = []
+    for counter in (OperationCounter(), FlopCounterMode(display=False)):
+        torch.manual_seed(0)
+        method = build_model(cfg, T1)
+        x, y = sequences(T1, 3)
+        with counter:
+            one_iteration(method, x, y, cfg.dataset.n_train)
+        counts.append(counter.matmul_flops if isinstance(counter, OperationCounter) else counter.get_total_flops())
+    assert counts[0] == counts[1] > 0
 
 
 def test_matmul_flops_are_proportional_to_m_and_affine_in_t(counts: pd.DataFrame) -> None:

@@ -3,12 +3,12 @@ variant of §6.4 and of the D-BNN baselines, measured on the stochastic Lorenz a
 {12, 24, 48}, M in {1, 2, 4} Monte Carlo samples and D in {3, 6} state dimensions, beside the thesis' big-O costs
 (which are symbolic only). Study `thesis_bnsde`.
 
-Two counts per iteration:
-- matrix-product FLOPs, by `torch.utils.flop_counter.FlopCounterMode` (as Table 5.4's `thesis_bedl_costs`): the
-  drift network's passes, the thesis' F;
-- elementwise operations, by `ElementwiseCounter`: one per output element of every elementwise kernel and one per
-  element read by every reduction. These hold the terms Table 6.3 adds to the F's: the likelihood L, the path KL of
-  Lemma 1 (O(TMD) here: G is diagonal), the weight KL or penalty (W) and the prior drift (P).
+Two counts per iteration, both by `OperationCounter` in one pass:
+- matrix-product FLOPs, by the formulas of `torch.utils.flop_counter` (those `FlopCounterMode` applies, as in Table
+  5.4's `thesis_bedl_costs`): the drift network's passes, the thesis' F;
+- elementwise operations: one per output element of every elementwise kernel and one per element read by every
+  reduction. These hold the terms Table 6.3 adds to the F's: the likelihood L, the path KL of Lemma 1 (O(TMD) here:
+  G is diagonal), the weight KL or penalty (W) and the prior drift (P).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from torch.utils.flop_counter import flop_registry
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.thesis_bedl import CELL_COLUMNS
-from bnnrepro.artifacts.thesis_bedl_costs import count_flops, with_samples
+from bnnrepro.artifacts.thesis_bedl_costs import with_samples
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods import bnsde
 from bnnrepro.methods.protocol import check_method
@@ -82,21 +82,25 @@ def label(length: int, samples: int, states: int) -> str:
     return f"T={length}, M={samples}, D={states}"
 
 
-class ElementwiseCounter(TorchDispatchMode):
-    """Counts the elementwise arithmetic of the aten operations run under it, forward and backward: one operation per
-    output element of an elementwise kernel (whatever its cost: an exp counts as an add), one per element read by a
-    reduction. Matrix products (FlopCounterMode's), copies, views and random draws are not counted; operations that
-    are none of these are listed in `unknown`."""
+class OperationCounter(TorchDispatchMode):
+    """Counts the arithmetic of the aten operations run under it, forward and backward, in two sums:
+    `matmul_flops`, the FLOPs of matrix products and convolutions by `torch.utils.flop_counter`'s formulas (what
+    `FlopCounterMode` counts, without its per-module bookkeeping, which made it 6x slower here), and `elementwise`,
+    one operation per output element of an elementwise kernel (whatever its cost: an exp counts as an add) and one
+    per element read by a reduction. Copies, views and random draws are not counted; operations that are none of
+    these are listed in `unknown`."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.total, self.unknown = 0, set()
+        self.matmul_flops, self.elementwise, self.unknown = 0, 0, set()
         self.kinds: dict = {}
 
     @staticmethod
     def kind(func) -> str:
         name = func.overloadpacket.__name__
-        if func.overloadpacket in flop_registry or torch.Tag.nondeterministic_seeded in func.tags:
+        if func.overloadpacket in flop_registry:
+            return "matmul"
+        if torch.Tag.nondeterministic_seeded in func.tags:
             return "not counted"
         if torch.Tag.reduction in func.tags or name == "dot":
             return "reduction"
@@ -105,12 +109,15 @@ class ElementwiseCounter(TorchDispatchMode):
         return "not counted" if name in NO_ARITHMETIC else "unknown"
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
         kind = self.kinds.get(func) or self.kinds.setdefault(func, self.kind(func))
-        if kind == "reduction":
-            self.total += sum(a.numel() for a in args if isinstance(a, torch.Tensor))
+        if kind == "matmul":
+            self.matmul_flops += flop_registry[func.overloadpacket](*args, **kwargs, out_val=out)
+        elif kind == "reduction":
+            self.elementwise += sum(a.numel() for a in args if isinstance(a, torch.Tensor))
         elif kind == "elementwise":
-            self.total += sum(o.numel() for o in (out if isinstance(out, tuple | list) else [out]))
+            self.elementwise += sum(o.numel() for o in (out if isinstance(out, tuple | list) else [out]))
         elif kind == "unknown":
             self.unknown.add(func.overloadpacket.__name__)
         return out
@@ -163,15 +170,17 @@ def iteration_counts(cfg: DictConfig, length: int, samples: int, seed: int = 0) 
     torch.manual_seed(seed)
     method = build_model(cfg, length)
     x, y = sequences(length, len(cfg.dataset.dynamics.diffusion), seed=seed)
-    with ElementwiseCounter() as elementwise:
-        matmul = count_flops(one_iteration, method, x, y, cfg.dataset.n_train)
-    return matmul, elementwise.total, elementwise.unknown
+    with OperationCounter() as counter:
+        one_iteration(method, x, y, cfg.dataset.n_train)
+    return counter.matmul_flops, counter.elementwise, counter.unknown
 
 
 def forward_flops(cfg: DictConfig) -> int:
     """F: the FLOPs of one pass of one state through the drift network with point weights (its posterior means)."""
     drift = build_model(cfg, 2).sde.drift
-    return count_flops(drift.mean_forward, torch.zeros(1, len(cfg.dataset.dynamics.diffusion)))
+    with OperationCounter() as counter:
+        drift.mean_forward(torch.zeros(1, len(cfg.dataset.dynamics.diffusion)))
+    return counter.matmul_flops
 
 
 def measured_counts(rows: Iterable[str] = ROWS, sweep: Iterable[tuple[int, int, int]] = SWEEP) -> pd.DataFrame:
@@ -239,7 +248,7 @@ def table63_note(scale: str) -> str:
         f"W = {drift_weights(cfg):,} weights; local reparameterisation but for SGLD's point weights): one training "
         f"iteration (loss and backward pass, no optimiser update) of a minibatch of {BATCH} random sequences of T "
         "observations (T - 1 Euler-Maruyama steps) with M trajectories each. 'matmul FLOPs': "
-        "torch.utils.flop_counter.FlopCounterMode, which counts matrix products only: the drift network's passes "
+        "torch.utils.flop_counter's formulas (FlopCounterMode's), which count matrix products only: the drift network's passes "
         "(F: one pass of one state with point weights). 'elementwise ops': one per output element of every "
         "elementwise aten kernel (an exp or a softplus counts as one) and one per element read by a reduction, "
         "forward and backward; random draws and copies are not counted. The likelihood, the path and weight KLs and "
