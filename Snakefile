@@ -12,6 +12,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/inputs.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
@@ -26,6 +27,7 @@ include: "workflow/rules/report.smk"
 localrules:
     all,
     data,
+    input_list,
     generate_data,
     fetch,
     prepare_download,

@@ -69,9 +69,14 @@ def copy_project(destination: Path, dag_record: bool = True) -> Path:
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
     if dag_record:
-        (destination / layout.DAG_CACHE).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(session_dag_record(), destination / layout.DAG_CACHE)
+        add_session_dag_record(destination)
     return destination
+
+
+def add_session_dag_record(project: Path) -> None:
+    """Give `project` the session's DAG-time record (`session_dag_record`), in place of any it has."""
+    (project / layout.DAG_CACHE).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(session_dag_record(), project / layout.DAG_CACHE)
 
 
 @cache

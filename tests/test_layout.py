@@ -96,6 +96,13 @@ def test_the_rules_make_the_files_the_layout_names(project: Path) -> None:
         assert any(target in job["output"] for job in jobs.get(rule, [])), (rule, target, jobs.get(rule))
     train_outputs = {Path(f).name for f in jobs["train"][0]["output"]}
     assert train_outputs == set(layout.TRAINING_OUTPUTS.values())
+    # the training job's code is one input list (bnnrepro.input_lists), planned with the files it names as inputs
+    training = next(job for job in jobs["train"] if made_by["train"] in job["output"])
+    code = [f for f in training["input"] if f.startswith(layout.INPUT_LISTS)]
+    listing = [job for job in jobs["input_list"] if job["output"] == code]
+    assert len(code) == 1 and {"src/bnnrepro/train.py", "src/bnnrepro/methods/continuous_depth.py"} <= set(
+        listing[0]["input"]
+    )
 
     draw_files = {
         f"src/{impl.draw.__module__.replace('.', '/')}.py"

@@ -24,11 +24,14 @@ from pypdf import PdfReader
 from bnnrepro import layout
 from bnnrepro.artifacts.claims import claims_of
 from bnnrepro.artifacts.registry import catalog, implementations
+from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.fidelity.document import fidelity_document
+from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.report.summary import summary_rows
 from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS
+from bnnrepro.sources import source_files
 from bnnrepro.studies import load_study
-from tests.conftest import OFFLINE, copy_project, run
+from tests.conftest import OFFLINE, add_session_dag_record, copy_project, run
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +63,10 @@ JOB_SERVER_LOG = layout.log_file("job_server", "server")
 
 @pytest.fixture(scope="session")  # not "module": an xdist worker runs other modules' tests between these
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    project = copy_project(tmp_path_factory.mktemp("project"))
+    # The smoke DAG builds its own record of DAG-time work (a cold start, ~30 s) rather than wait for the session's
+    # (dry runs at two scales, made meanwhile by the other worker's first test); it gets the session's after the run,
+    # for the later tests that plan the default scale.
+    project = copy_project(tmp_path_factory.mktemp("project"), dag_record=False)
     config = yaml.safe_load((project / "config/config.yaml").read_text())
     (project / "config/config.yaml").write_text(yaml.safe_dump({**config, "scale": "smoke"}))
     run(["git", "init", "-q"], project)
@@ -70,6 +76,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # offline where a network namespace can be made; 203 jobs beside the other tests on two cores take 10 minutes
     run([*OFFLINE, "dvc", "repro"], project, timeout=1800)
     shutil.copy(project / JOB_SERVER_LOG, project.parent / "first_run_job_server.log")  # later tests rerun jobs
+    add_session_dag_record(project)
     return project
 
 
@@ -201,6 +208,41 @@ def test_a_code_change_reruns_only_the_jobs_that_run_that_code(built: Path) -> N
         module.write_text(original)
     # the one job that draws udn_spirals' five figures and its table; no other study's drawing, no run
     assert jobs == {"draw_udn_spirals": 1, "report_manifest": 1, "report": 1, "record_timestamps": 1, "all": 1}
+
+
+def test_a_method_code_change_reruns_exactly_the_runs_and_evaluations_that_run_it(built: Path) -> None:
+    """Training and evaluation jobs declare the source files they run through input lists (bnnrepro.input_lists):
+    editing a method module remakes the lists that name it and plans again exactly the jobs that run it."""
+    edited = "src/bnnrepro/methods/continuous_depth.py"
+    runs = [run for name in yaml.safe_load((built / "config/config.yaml").read_text())["studies"]
+            for run in load_study(name).runs("smoke")]  # fmt: skip
+    running = {run.folder for run in runs if edited in job_code(run)}
+    by_folder = {run.folder: run for run in runs}
+    evaluations = [p.relative_to(built) for p in built.glob(f"results/smoke/*/runs/**/{layout.EVALUATIONS}/*.npz")]
+    evaluating = {str(p) for p in evaluations if edited in job_code(by_folder[str(p.parent.parent)], p.stem)}
+    naming = [p for p in (built / layout.INPUT_LISTS).glob("*.txt") if f"  {edited}\n" in p.read_text()]
+    path = built / edited
+    original, stat = path.read_text(), path.stat()
+    path.write_text(original + "\n# an edit\n")
+    try:
+        planned = run(["snakemake", "-n"], built).stdout
+    finally:
+        path.write_text(original)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert len(running) == 28  # the SDE-BNNs and ODE nets: sdebnn_images' 18, sdebnn_solvers' 6, sdebnn_toy's 4
+    assert {str(Path(f).parent) for f in planned_outputs(planned, "train")} == running
+    assert evaluating and set(planned_outputs(planned, "evaluate")) == evaluating
+    assert sorted(planned_outputs(planned, "input_list")) == sorted(str(p.relative_to(built)) for p in naming)
+    assert "generate_data" not in scheduled_jobs(planned)
+
+
+def job_code(run, evaluation: str | None = None) -> list[str]:
+    """The source files that a run's training job, or its evaluation `evaluation`, runs."""
+    method = load_study(run.study).method_variants[run.method]["method"]
+    module = METHOD_MODULES[config_method_name(method)]
+    if evaluation is None:
+        return source_files("bnnrepro.train", module)
+    return source_files("bnnrepro.evaluations.__main__", module, declared_evaluation(evaluation).code)
 
 
 def test_a_changed_study_config_reruns_only_what_depends_on_it(built: Path) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 RESULTS, REPORTS, LOGS, RAW_DATA = "results", "reports", "logs", "data/raw"
 PREPARED_DATA = f"{RESULTS}/data"
+INPUT_LISTS = f"{RESULTS}/inputs"
 RUNS = "runs"
 
 # Separator of key=value pairs in data instance and run folder names. Not a comma: Snakemake passes a remote job's
@@ -71,6 +72,11 @@ def generated_data_file(dataset: str = "{dataset}", instance: str = "{instance}"
 def is_standin(path: str | Path) -> bool:
     """Whether a prepared data file is a download's offline stand-in."""
     return Path(path).name.endswith(f"{STANDIN_SUFFIX}.npz")
+
+
+def input_list_file(name: str = "{name}") -> str:
+    """A list of files that jobs declare as one input (bnnrepro.input_lists): results/inputs/<name>.txt."""
+    return f"{INPUT_LISTS}/{name}.txt"
 
 
 # --- runs ----------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import sys
 import threading
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -29,6 +30,7 @@ from bnnrepro.data.registry import (
 )
 from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
 from bnnrepro.files import UnreadableFileError
+from bnnrepro.input_lists import NAME_PATTERN as INPUT_LIST_NAME, input_list_name
 from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
@@ -189,22 +191,50 @@ def run_data(wildcards):
     return study_run(wildcards)[1].data_file(REAL_DATA)
 
 
+INPUT_LISTS = {}
+"""{name: files} of the input lists that this DAG's jobs declare (bnnrepro.input_lists), for rule `input_list`."""
+
+
+def listed(kind, files):
+    """The input list of `files`, declared in their place: one input for Snakemake's scheduler to check instead of
+    dozens, made again (and so rerunning the job) whenever one of them is newer than it."""
+    name = input_list_name(kind, files)
+    INPUT_LISTS[name] = sorted(set(files))
+    return layout.input_list_file(name)
+
+
+def listed_files(wildcards):
+    """The files of input list `wildcards.name`."""
+    if wildcards.name not in INPUT_LISTS:
+        raise WorkflowError(
+            f"{layout.input_list_file(wildcards.name)}: no job of this DAG reads that input list "
+            f"(it is made for the jobs that declare it); ask for a result file instead"
+        )
+    return INPUT_LISTS[wildcards.name]
+
+
+def run_wildcards(run, **more):
+    """The wildcards of a run's jobs, for calling their input functions on it."""
+    return SimpleNamespace(scale=run.scale, study=run.study, run=run.id, **more)
+
+
 def train_code(wildcards):
-    """Source files the training job runs: a code change reruns exactly the runs it affects."""
+    """Source files the training job runs, as an input list: a code change reruns exactly the runs it affects."""
     study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
-    return source_files("bnnrepro.train", METHOD_MODULES[config_method_name(method)], record=DAG_RECORD)
+    return listed(
+        "train_code", source_files("bnnrepro.train", METHOD_MODULES[config_method_name(method)], record=DAG_RECORD)
+    )
 
 
 def evaluation_code(wildcards):
     """Source files an evaluation job runs (the entry point, the run's method, the evaluation's own module), and
-    config/evaluations.yaml, which declares the evaluations."""
+    config/evaluations.yaml, which declares the evaluations, as an input list."""
     study, run = study_run(wildcards)
     method = study.method_variants[run.method]["method"]
     modules = ["bnnrepro.evaluations.__main__", METHOD_MODULES[config_method_name(method)]]
-    return source_files(*modules, declared_evaluation(wildcards.evaluation).code, record=DAG_RECORD) + [
-        str(evaluations_file().relative_to(project_root()))
-    ]
+    files = source_files(*modules, declared_evaluation(wildcards.evaluation).code, record=DAG_RECORD)
+    return listed("evaluation_code", [*files, str(evaluations_file().relative_to(project_root()))])
 
 
 def evaluation_data(wildcards):
@@ -294,7 +324,8 @@ def run_overrides(wildcards):
 
 
 def train_configs(wildcards):
-    """The config/train files a training job composes: editing one reruns exactly the runs that read it."""
+    """The config/train files a training job composes (5-10: not worth an input list, as they vary from run to run):
+    editing one reruns exactly the runs that read it."""
     return composed_files(run_override_list(wildcards))
 
 
@@ -413,6 +444,7 @@ def result_files():
             *(f for _, impl in ARTIFACTS.values() if impl.uses == "data" for f in impl.data_files),
             *(f for study, impl in ARTIFACTS.values() if impl.uses == "runs" for f in artifact_run_files(study, impl)),
             *evaluation_extra_data(),
+            *job_input_lists(),
             *artifact_files("figure"),
             *artifact_files("table"),
             *artifact_checks_files(),
@@ -426,6 +458,21 @@ def result_files():
             layout.REPORT_TYPST,
         }
     )
+
+
+def job_input_lists():
+    """The code input lists of every training run and of every evaluation that an artifact draws from (results:
+    `results/<scale>/timestamps.json` must record them, so that a DVC checkout keeps them older than the runs)."""
+    lists = set()
+    for study in STUDIES.values():
+        for run in study_runs(study):
+            lists.add(train_code(run_wildcards(run)))
+    for study, impl in ARTIFACTS.values():
+        evaluation = layout.evaluation_name(impl.run_file) if impl.uses == "runs" else None
+        if evaluation is not None:
+            runs = [run for run in study_runs(study) if impl.reads(run)]
+            lists |= {evaluation_code(run_wildcards(run, evaluation=evaluation)) for run in runs}
+    return lists
 
 
 def evaluation_extra_data():
