@@ -9,7 +9,6 @@ import sys
 import threading
 
 from pathlib import Path
-from types import SimpleNamespace
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -213,27 +212,29 @@ def listed_files(wildcards):
     return INPUT_LISTS[wildcards.name]
 
 
-def run_wildcards(run, **more):
-    """The wildcards of a run's jobs, for calling their input functions on it."""
-    return SimpleNamespace(scale=run.scale, study=run.study, run=run.id, **more)
+def method_module(study, run):
+    """The module of a run's method (its study's variant names the method)."""
+    return METHOD_MODULES[config_method_name(study.method_variants[run.method]["method"])]
 
 
 def train_code(wildcards):
     """Source files the training job runs, as an input list: a code change reruns exactly the runs it affects."""
-    study, run = study_run(wildcards)
-    method = study.method_variants[run.method]["method"]
-    return listed(
-        "train_code", source_files("bnnrepro.train", METHOD_MODULES[config_method_name(method)], record=DAG_RECORD)
-    )
+    return training_code_list(*study_run(wildcards))
+
+
+def training_code_list(study, run):
+    return listed("train_code", source_files("bnnrepro.train", method_module(study, run), record=DAG_RECORD))
 
 
 def evaluation_code(wildcards):
     """Source files an evaluation job runs (the entry point, the run's method, the evaluation's own module), and
     config/evaluations.yaml, which declares the evaluations, as an input list."""
-    study, run = study_run(wildcards)
-    method = study.method_variants[run.method]["method"]
-    modules = ["bnnrepro.evaluations.__main__", METHOD_MODULES[config_method_name(method)]]
-    files = source_files(*modules, declared_evaluation(wildcards.evaluation).code, record=DAG_RECORD)
+    return evaluation_code_list(*study_run(wildcards), wildcards.evaluation)
+
+
+def evaluation_code_list(study, run, evaluation):
+    modules = ["bnnrepro.evaluations.__main__", method_module(study, run), declared_evaluation(evaluation).code]
+    files = source_files(*modules, record=DAG_RECORD)
     return listed("evaluation_code", [*files, str(evaluations_file().relative_to(project_root()))])
 
 
@@ -463,15 +464,11 @@ def result_files():
 def job_input_lists():
     """The code input lists of every training run and of every evaluation that an artifact draws from (results:
     `results/<scale>/timestamps.json` must record them, so that a DVC checkout keeps them older than the runs)."""
-    lists = set()
-    for study in STUDIES.values():
-        for run in study_runs(study):
-            lists.add(train_code(run_wildcards(run)))
+    lists = {training_code_list(study, run) for study in STUDIES.values() for run in study_runs(study)}
     for study, impl in ARTIFACTS.values():
         evaluation = layout.evaluation_name(impl.run_file) if impl.uses == "runs" else None
         if evaluation is not None:
-            runs = [run for run in study_runs(study) if impl.reads(run)]
-            lists |= {evaluation_code(run_wildcards(run, evaluation=evaluation)) for run in runs}
+            lists |= {evaluation_code_list(study, run, evaluation) for run in study_runs(study) if impl.reads(run)}
     return lists
 
 
