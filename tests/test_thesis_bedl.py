@@ -15,13 +15,13 @@ import torch
 from omegaconf import OmegaConf
 
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.operation_counter import count_matmul_flops
 from bnnrepro.artifacts.registry import catalog_entry, implementation
 from bnnrepro.artifacts.thesis_bedl import STUDY, classification_and_ood, gp_comparison, uci_log_likelihood
 from bnnrepro.artifacts.thesis_bedl_costs import (
     BUILDERS,
     FLOP_NETWORK,
     build_model,
-    count_flops,
     flops_per_data_point,
     measured_flops,
     method_config,
@@ -243,9 +243,9 @@ def test_the_clt_layer_costs_three_products_of_the_deterministic_layer() -> None
     for shape, inputs in ((LayerShape(64, 32), (8, 64)), (LayerShape(6, 16, 5, 2), (8, 6, 20, 20))):
         layer = GaussianAffine(shape)
         x = torch.randn(inputs)
-        deterministic = count_flops(layer.mean_forward, x)
-        assert count_flops(layer.moments, Moments(x, x.square())) == 3 * deterministic
-        assert count_flops(layer.moments, x) == 2 * deterministic
+        deterministic = count_matmul_flops(layer.mean_forward, x)
+        assert count_matmul_flops(layer.moments, Moments(x, x.square())) == 3 * deterministic
+        assert count_matmul_flops(layer.moments, x) == 2 * deterministic
 
 
 def test_bedl_costs_about_three_edl_passes_and_mc_dropout_prediction_grows_linearly_in_s() -> None:

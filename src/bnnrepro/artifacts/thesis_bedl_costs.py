@@ -1,5 +1,6 @@
 """Thesis Table 5.4 (Haußmann 2021, §5.6.4): FLOPs per data point of one training step and one prediction of every
-model of Table 5.2, counted by `torch.utils.flop_counter.FlopCounterMode` on the built MNIST LeNet5 for S in
+model of Table 5.2, counted by the formulas of `torch.utils.flop_counter` (`OperationCounter`, which counts what
+`FlopCounterMode` does) on the built MNIST LeNet5 for S in
 {1, 5, 10} samples, beside the thesis' big-O costs (which are symbolic only). Study `thesis_bedl`."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.operation_counter import count_matmul_flops
 from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.thesis_bedl import CELL_COLUMNS, OOD_METHODS, ROWS, STUDY
 from bnnrepro.data.spec import DataSpec
@@ -60,15 +61,6 @@ def build_model(cfg: DictConfig, spec: DataSpec = MNIST_SPEC) -> nn.Module:
     return method
 
 
-def count_flops(function, *args) -> int:
-    """The FLOPs torch's counter records while `function(*args)` runs: matrix products and convolutions, forward and
-    backward (elementwise work, e.g. activation moments, softmax, KL terms and the optimiser update, is not counted)."""
-    counter = FlopCounterMode(display=False)
-    with counter:
-        function(*args)
-    return counter.get_total_flops()
-
-
 def step_and_prediction_flops(method: nn.Module, batch: int = FLOP_BATCH, seed: int = 0) -> tuple[float, float]:
     """FLOPs per data point of one training step (loss, backward pass, Adam update) and of one prediction, on a
     batch of `batch` random MNIST-shaped inputs."""
@@ -78,9 +70,9 @@ def step_and_prediction_flops(method: nn.Module, batch: int = FLOP_BATCH, seed: 
     optimizer = Adam(method.parameter_groups(1e-3, 0.1))
     torch.manual_seed(seed)
     method.train()
-    training = count_flops(method.training_step, x, y, MNIST_TRAINING_SET, optimizer)
+    training = count_matmul_flops(method.training_step, x, y, MNIST_TRAINING_SET, optimizer)
     method.eval()
-    prediction = count_flops(method.predict, x)
+    prediction = count_matmul_flops(method.predict, x)
     return training / batch, prediction / batch
 
 
@@ -104,13 +96,13 @@ def measured_flops(methods=OOD_METHODS, sample_counts=SAMPLE_COUNTS) -> pd.DataF
 def table54_note(scale: str) -> str:
     return (
         "Measured at every scale on the thesis' MNIST LeNet5 (conv 5x5/2 20 ch, conv 5x5/2 50 ch, 500 units, 10 "
-        f"classes; Table 5.2's network): FLOPs per data point (of a batch of {FLOP_BATCH}) counted by "
-        "torch.utils.flop_counter.FlopCounterMode, which counts matrix products and convolutions (forward and "
-        "backward) only, so the elementwise costs L (likelihood), R (regulariser), the activation moments and the "
-        "optimiser update are left out. F: EDL's prediction, the deterministic network's forward pass. The thesis' "
-        "entries are big-O expressions only (the 'thesis' columns). Our DVI and BEDL share one moment-propagating "
-        "layer (three products per layer, two for the first, whose input is deterministic), so DVI measures about "
-        "3F where the thesis writes 2F."
+        f"classes; Table 5.2's network): FLOPs per data point (of a batch of {FLOP_BATCH}) counted by the "
+        "formulas of torch.utils.flop_counter (FlopCounterMode's), which count matrix products and convolutions "
+        "(forward and backward) only, so the elementwise costs L (likelihood), R (regulariser), the activation "
+        "moments and the optimiser update are left out. F: EDL's prediction, the deterministic network's forward "
+        "pass. The thesis' entries are big-O expressions only (the 'thesis' columns). Our DVI and BEDL share one "
+        "moment-propagating layer (three products per layer, two for the first, whose input is deterministic), so "
+        "DVI measures about 3F where the thesis writes 2F."
     )
 
 

@@ -21,10 +21,9 @@ from functools import cache
 import pandas as pd
 import torch
 from omegaconf import DictConfig, OmegaConf
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
 
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.operation_counter import OperationCounter
 from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.thesis_bedl import CELL_COLUMNS
 from bnnrepro.artifacts.thesis_bedl_costs import with_samples
@@ -67,60 +66,9 @@ PER_T_MATMUL_COLUMN = "matmul FLOPs per unit T and trajectory / F"
 PER_T_COLUMN = "elementwise ops beyond E-Bayes', per unit T"
 AT_ZERO_COLUMN = "elementwise ops beyond E-Bayes', at T=0"
 
-UNTAGGED_ELEMENTWISE = {"mse_loss", "mse_loss_backward", "softplus_backward", "threshold_backward", "tanh_backward"}
-"""Elementwise kernels that torch does not tag `pointwise` (fused losses and activation gradients)."""
-NO_ARITHMETIC = {
-    "detach", "t", "transpose", "view", "_unsafe_view", "expand", "select", "unbind", "slice", "unsqueeze", "squeeze",
-    "unflatten", "stack", "cat", "repeat", "clone", "copy_", "_to_copy", "lift_fresh", "_local_scalar_dense",
-    "zeros", "zeros_like", "new_zeros", "ones_like", "empty", "new_empty", "full", "select_backward",
-    "slice_backward", "expand_copy",
-}  # fmt: skip
-"""Aten operations that move, copy or create tensors without arithmetic (random draws are told by their tag)."""
-
 
 def label(length: int, samples: int, states: int) -> str:
     return f"T={length}, M={samples}, D={states}"
-
-
-class OperationCounter(TorchDispatchMode):
-    """Counts the arithmetic of the aten operations run under it, forward and backward, in two sums:
-    `matmul_flops`, the FLOPs of matrix products and convolutions by `torch.utils.flop_counter`'s formulas (what
-    `FlopCounterMode` counts, without its per-module bookkeeping, which made it 6x slower here), and `elementwise`,
-    one operation per output element of an elementwise kernel (whatever its cost: an exp counts as an add) and one
-    per element read by a reduction. Copies, views and random draws are not counted; operations that are none of
-    these are listed in `unknown`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.matmul_flops, self.elementwise, self.unknown = 0, 0, set()
-        self.kinds: dict = {}
-
-    @staticmethod
-    def kind(func) -> str:
-        name = func.overloadpacket.__name__
-        if func.overloadpacket in flop_registry:
-            return "matmul"
-        if torch.Tag.nondeterministic_seeded in func.tags:
-            return "not counted"
-        if torch.Tag.reduction in func.tags or name == "dot":
-            return "reduction"
-        if (torch.Tag.pointwise in func.tags and name not in NO_ARITHMETIC) or name in UNTAGGED_ELEMENTWISE:
-            return "elementwise"
-        return "not counted" if name in NO_ARITHMETIC else "unknown"
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        kind = self.kinds.get(func) or self.kinds.setdefault(func, self.kind(func))
-        if kind == "matmul":
-            self.matmul_flops += flop_registry[func.overloadpacket](*args, **kwargs, out_val=out)
-        elif kind == "reduction":
-            self.elementwise += sum(a.numel() for a in args if isinstance(a, torch.Tensor))
-        elif kind == "elementwise":
-            self.elementwise += sum(o.numel() for o in (out if isinstance(out, tuple | list) else [out]))
-        elif kind == "unknown":
-            self.unknown.add(func.overloadpacket.__name__)
-        return out
 
 
 @cache
