@@ -24,6 +24,7 @@ from bnnrepro.data.standins import cifar_like, mnist_like, svhn_like
 from bnnrepro.evaluations.declarations import declared_evaluations
 from bnnrepro.evaluations.inputs import EvaluationInputs
 from bnnrepro.evaluations.ood_detection import EVALUATION, evaluation_arrays, ood_images
+from bnnrepro.inference import posterior_targets
 from bnnrepro.inference.posterior_targets import categorical_log_likelihood, member_prior_variances
 from bnnrepro.inference.repulsive import (
     ensemble_forward,
@@ -128,6 +129,21 @@ def test_resnet_particles_predict_as_separate_networks(image_files) -> None:
         weights = {name.removeprefix("1."): w for name, w in unflatten_parameters(network)(particles[i]).items()}
         torch.testing.assert_close(together[i], functional_call(resnet, weights, (channels_first(images),)))
     assert sum(p.numel() for p in network.parameters()) == particles.shape[1]
+
+
+def test_the_predictive_in_input_chunks_is_the_whole_batchs(image_files, monkeypatch) -> None:
+    """The classifier's predictive and members' probabilities are taken over chunks of inputs (for the CPU's caches):
+    chunks of one image give what one forward of all of them gives."""
+    _, method = build("map_ensemble", "cifar10", image_files, "method.architecture=resnet",
+                      "method.resnet_blocks_per_stage=1", "method.num_particles=3")  # fmt: skip
+    images = torch.as_tensor(load_splits({"name": "cifar10", "path": str(image_files["cifar10"])}).x("test")[:6])
+    with torch.no_grad():
+        together = method.predict(images), method.member_probabilities(images)
+        monkeypatch.setattr(posterior_targets, "FORWARD_ELEMENTS", 1)
+        assert len(posterior_targets.input_chunks(images, 3)) == 6
+        one_by_one = method.predict(images), method.member_probabilities(images)
+    for whole, chunked in zip(together, one_by_one, strict=True):
+        torch.testing.assert_close(chunked, whole, rtol=1e-6, atol=1e-7)
 
 
 # --- the OOD evaluation ----------------------------------------------------------------------------------------
