@@ -23,8 +23,10 @@ from pypdf import PdfReader
 
 from bnnrepro import layout
 from bnnrepro.artifacts.claims import claims_of
+from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.evaluations.declarations import declared_evaluation
+from bnnrepro.fidelity.collect import collect
 from bnnrepro.fidelity.document import fidelity_document
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.report.summary import summary_rows
@@ -420,3 +422,44 @@ def test_fidelity_collect_keeps_each_claim_and_table_of_a_built_tree(built: Path
         assert claims["evidence"][~checked].str.startswith("not checked").all()  # e.g. smoke runs no HMC
     assert (tmp_path / "smoke/udn_spirals/tables/udn_table1.csv").is_file()
     assert "## udn_spirals at `smoke`" in fidelity_document(tmp_path, "docs/fidelity")
+
+
+def tree_of(built: Path, runs: list, folder: Path) -> Path:
+    """A project folder holding only `runs` of the built tree (their run folders without checkpoints): one batch."""
+    for kept in runs:
+        run_folder = Path(kept.file(layout.RUN_METRICS)).parent
+        shutil.copytree(built / run_folder, folder / run_folder, ignore=shutil.ignore_patterns("*.pt"))
+    return folder
+
+
+def test_fidelity_collect_adds_a_later_batch_to_the_kept_results(built: Path, tmp_path: Path) -> None:
+    """Two batches trained in two trees (thesis_bnsde: the Lorenz runs, then the CMU runs), the second collected with
+    `add=True`, keep what one collect of both gives: the same metrics, tables and claims, with each batch's provenance.
+    An artifact drawn from run files whose runs the two trees split is refused."""
+    runs = load_study("thesis_bnsde").runs("smoke")
+    lorenz = [one for one in runs if one.dataset != "cmu_mocap35"]
+    cmu = [one for one in runs if one.dataset == "cmu_mocap35"]
+    collect(built, "thesis_bnsde", "smoke", tmp_path / "whole")
+    collect(tree_of(built, lorenz, tmp_path / "first"), "thesis_bnsde", "smoke", tmp_path / "batches", 60.0)
+    collect(tree_of(built, cmu, tmp_path / "second"), "thesis_bnsde", "smoke", tmp_path / "batches", 30.0, add=True)
+
+    whole, batches = tmp_path / "whole/smoke/thesis_bnsde", tmp_path / "batches/smoke/thesis_bnsde"
+    by_row = ["run", "metric"]
+    pd.testing.assert_frame_equal(
+        pd.read_csv(batches / "metrics.csv").sort_values(by_row, ignore_index=True),
+        pd.read_csv(whole / "metrics.csv").sort_values(by_row, ignore_index=True),
+        check_like=True,
+    )
+    for name in ["claims.csv", *(f"tables/{path.name}" for path in (whole / "tables").glob("*.csv"))]:
+        pd.testing.assert_frame_equal(pd.read_csv(batches / name), pd.read_csv(whole / name))
+    provenance = json.loads((batches / "provenance.json").read_text())
+    assert [batch["runs"] for batch in provenance["batches"]] == [len(lorenz), len(cmu)]
+    assert provenance["runs"] == len(runs) and provenance["wall_seconds"] == 90.0
+    assert provenance["grid"] == json.loads((whole / "provenance.json").read_text())["grid"]
+
+    drawn = next(a for a in load_study("repulsive_toy").artifacts if declarations("smoke")[a].uses == "runs")
+    read = [one for one in load_study("repulsive_toy").runs("smoke") if declarations("smoke")[drawn].reads(one)]
+    assert len(read) >= 2
+    collect(tree_of(built, read[:1], tmp_path / "third"), "repulsive_toy", "smoke", tmp_path / "split")
+    with pytest.raises(ValueError, match="collect those batches from one tree"):
+        collect(tree_of(built, read[1:], tmp_path / "fourth"), "repulsive_toy", "smoke", tmp_path / "split", add=True)

@@ -38,6 +38,7 @@ def main() -> None:
     keep.add_argument("--studies", nargs="+", required=True)
     keep.add_argument("--scale", default="paper")
     keep.add_argument("--wall-seconds", type=float, help="the batch's measured wall time")
+    keep.add_argument("--add", action="store_true", help="add the tree's runs to those kept (a later batch)")
     keep.add_argument("--out", type=Path, help=f"where to keep them (default: {RESULTS}/ of the project)")
     commands.add_parser("document", help="write docs/fidelity.md from docs/fidelity/")
     args = parser.parse_args()
@@ -48,7 +49,8 @@ def main() -> None:
         print("\n".join(run.file(layout.RUN_METRICS) for run in runs))
     elif args.command == "collect":
         for study in args.studies:
-            print(collect(args.tree.resolve(), study, args.scale, args.out or root / RESULTS, args.wall_seconds))
+            out = args.out or root / RESULTS
+            print(collect(args.tree.resolve(), study, args.scale, out, args.wall_seconds, args.add))
     else:
         (root / DOCUMENT).write_text(fidelity_document(root / RESULTS, RESULTS.as_posix()))
         print(root / DOCUMENT)

@@ -4,7 +4,8 @@ caption claim (`bnnrepro.artifacts.claims`) and where and how long they ran. No 
 fidelity document is generated from these files alone.
 
 The runs may be a part of the study's grid (those that finished, e.g. the ones a CPU reaches at `paper`); the
-provenance says which part.
+provenance says which part. A later batch, trained in another tree, is added to what is kept (`add=True`): the kept
+metrics of the runs the tree does not hold stay, and the tables and claims are drawn again from all of them.
 """
 
 from __future__ import annotations
@@ -72,39 +73,118 @@ def artifact_context(tree: Path, runs: list[Run], scale: str, artifact_id: str, 
     return ArtifactContext(study, scale, metrics, [tree / f for f in declaration.data_files], run_files)
 
 
-def collect(tree: Path, study_name: str, scale: str, out: Path, wall_seconds: float | None = None) -> Path:
+def collect(
+    tree: Path, study_name: str, scale: str, out: Path, wall_seconds: float | None = None, add: bool = False
+) -> Path:
     """Write out/<scale>/<study>/ from the study's finished runs in `tree`: metrics.csv, tables/<stem>.csv,
-    claims.csv, provenance.json. `wall_seconds`: the batch's wall time, where measured."""
+    claims.csv, provenance.json. `wall_seconds`: the batch's wall time, where measured. `add`: keep the runs already
+    collected there (earlier batches) beside the tree's (`add_to_kept`)."""
     study = load_study(study_name)
     runs = finished_runs(tree, study_name, scale)
     if not runs:
         raise FileNotFoundError(f"{tree}: no finished run of {study_name} at {scale}; train some first")
     folder = out / scale / study_name
+    tidy = tidy_metrics(study_name, scale, tree, runs)
+    batch = batch_provenance(tree, study_name, scale, runs, tidy, wall_seconds)
+    kept_rows, kept_tables, provenance = {}, {}, batch
+    if add:
+        tidy, kept_rows, kept_tables, provenance = add_to_kept(folder, tree, study_name, scale, tidy, batch)
+        runs = [run for run in study.runs(scale) if run.id in set(tidy["run"])]
     shutil.rmtree(folder / TABLES, ignore_errors=True)  # the other files are overwritten; findings.yaml is kept
     (folder / TABLES).mkdir(parents=True)
-    tidy = tidy_metrics(study_name, scale, tree, runs)
     tidy.to_csv(folder / METRICS_FILE, index=False)
 
     drawn, rows = implementations(), []
     for artifact_id in study.artifacts:
+        stem = drawn[artifact_id].stem
+        if artifact_id in kept_rows:  # drawn from run files only the earlier batch's tree holds: kept as it was
+            rows += kept_rows[artifact_id]
+            if stem in kept_tables:
+                kept_tables[stem].to_csv(folder / TABLES / f"{stem}.csv", index=False)
+            continue
         context = artifact_context(tree, runs, scale, artifact_id, folder / METRICS_FILE)
         if drawn[artifact_id].output == "table":
             table = compare_with_published(artifact_id, drawn[artifact_id].draw(context), context.uses_standin())
-            table.to_csv(folder / TABLES / f"{drawn[artifact_id].stem}.csv", index=False)
+            table.to_csv(folder / TABLES / f"{stem}.csv", index=False)
         for claim in claims_of(artifact_id):
             outcome = check(claim, context)
             rows.append({"artifact": artifact_id, "claim": claim.text, "holds": outcome.holds,
                          "evidence": outcome.evidence})  # fmt: skip
     pd.DataFrame(rows, columns=["artifact", "claim", "holds", "evidence"]).to_csv(folder / CLAIMS_FILE, index=False)
+    (folder / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=1) + "\n")
+    return folder
 
+
+def batch_provenance(
+    tree: Path, study_name: str, scale: str, runs: list[Run], tidy: pd.DataFrame, wall_seconds: float | None
+) -> dict:
+    """Where and when `runs` (of one tree) ran, which part of the grid they are and how long they trained."""
     train_seconds = tidy[tidy["metric"] == "train_seconds"]["value"]
-    provenance = {
+    return {
         "study": study_name, "scale": scale, "commit": _commit(tree),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "collected": datetime.now(UTC).strftime("%Y-%m-%d"), "runs": len(runs),
-        "grid": grid_part(runs, study.runs(scale)), "standin": bool(tidy["standin"].any()),
+        "grid": grid_part(runs, load_study(study_name).runs(scale)), "standin": bool(tidy["standin"].any()),
         "train_seconds": round(float(train_seconds.sum()), 1),
         "longest_run_seconds": round(float(train_seconds.max()), 1), "wall_seconds": wall_seconds,
     }  # fmt: skip
-    (folder / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=1) + "\n")
-    return folder
+
+
+def add_to_kept(
+    folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.DataFrame, batch: dict
+) -> tuple[pd.DataFrame, dict[str, list[dict]], dict[str, pd.DataFrame], dict]:
+    """The tidy metrics of the runs kept in `folder` that the tree does not hold, with the tree's `tidy`; the claims
+    and tables to keep as they are (artifacts drawn from run files only the earlier trees hold); and the provenance
+    of all the batches (`batches`: each one's own, in order), whose totals cover them all.
+
+    An artifact drawn from run files (uses='runs') whose runs are partly in the tree and partly kept cannot be
+    drawn from either: that is an error (collect those batches from one tree)."""
+    if not (folder / PROVENANCE_FILE).is_file():
+        raise FileNotFoundError(f"{folder}: nothing collected yet to add to; collect the first batch without --add")
+    earlier = json.loads((folder / PROVENANCE_FILE).read_text())
+    kept = pd.read_csv(folder / METRICS_FILE)
+    kept = kept[~kept["run"].isin(set(tidy["run"]))]
+    study_runs = {run.id: run for run in load_study(study_name).runs(scale)}
+    gone = sorted(set(kept["run"]) - set(study_runs))
+    if gone:
+        raise ValueError(
+            f"{folder}: {len(gone)} kept runs are no longer runs of study {study_name} at {scale} (e.g. {gone[0]}): "
+            "the study changed since; collect again from a tree that holds every batch"
+        )
+    kept_runs = [study_runs[run_id] for run_id in dict.fromkeys(kept["run"])]
+    claims = pd.read_csv(folder / CLAIMS_FILE)
+    kept_rows, kept_tables = {}, {}
+    for artifact_id in load_study(study_name).artifacts:
+        declaration = declarations(scale)[artifact_id]
+        earlier_only = [run for run in kept_runs if declaration.reads(run)]
+        if not earlier_only:
+            continue
+        if any(declaration.reads(run) for run in finished_runs(tree, study_name, scale)):
+            raise ValueError(
+                f"{artifact_id} is drawn from the runs' {declaration.run_file}, and its runs are partly in {tree} and "
+                f"partly kept from an earlier batch ({len(earlier_only)}, e.g. {earlier_only[0].id}) whose files "
+                "are not there: collect those batches from one tree"
+            )
+        own = claims[claims["artifact"] == artifact_id]
+        kept_rows[artifact_id] = own.astype(object).where(own.notna(), None).to_dict("records")
+        table_file = folder / TABLES / f"{declaration.stem}.csv"
+        if table_file.is_file():
+            kept_tables[declaration.stem] = pd.read_csv(table_file)
+    merged = pd.concat([kept, tidy], ignore_index=True)
+    all_runs = [run for run in study_runs.values() if run.id in set(merged["run"])]
+    train_seconds = merged[merged["metric"] == "train_seconds"]["value"]
+    batches = [*earlier.get("batches", [earlier]), batch]
+    walls = [b["wall_seconds"] for b in batches]
+    provenance = {
+        **batch,
+        "commit": ", ".join(dict.fromkeys(b["commit"] for b in batches)),
+        "machine": "; ".join(dict.fromkeys(b["machine"] for b in batches)),
+        "collected": ", ".join(dict.fromkeys(b["collected"] for b in batches)),
+        "runs": len(all_runs), "grid": grid_part(all_runs, list(study_runs.values())),
+        "standin": any(b["standin"] for b in batches),
+        "train_seconds": round(float(train_seconds.sum()), 1),
+        "longest_run_seconds": round(float(train_seconds.max()), 1),
+        "wall_seconds": sum(walls) if None not in walls else None,
+        "batches": batches,
+    }  # fmt: skip
+    return merged, kept_rows, kept_tables, provenance

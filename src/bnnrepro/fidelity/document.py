@@ -75,7 +75,7 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         f"Runs: {provenance['grid']}; training {provenance['train_seconds'] / 60:.1f} min summed over runs "
         f"(longest run {provenance['longest_run_seconds']:.0f} s)"
         + (f", {wall / 60:.0f} min wall for its batches" if wall else "")
-        + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}."
+        + f"; {provenance['machine']}; {_commits(provenance)}, {provenance['collected']}."
         + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
     ]  # fmt: skip
     checked = _is_true(claims["holds"].dropna())
@@ -95,6 +95,12 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         if not own.empty:
             lines += _claims_section(own, findings.get(artifact_id, {}))
     return lines, {**provenance, **counts}
+
+
+def _commits(provenance: dict) -> str:
+    """'commit `a`', or for batches collected from trees at several commits, 'commits `a`, `b`'."""
+    commits = list(dict.fromkeys(batch["commit"] for batch in provenance.get("batches", [provenance])))
+    return ("commits " if len(commits) > 1 else "commit ") + ", ".join(f"`{commit}`" for commit in commits)
 
 
 def _table_ids(folder: Path, artifacts: dict[str, dict]) -> list[str]:
@@ -133,6 +139,10 @@ def fidelity_document(results: Path, shown_as: str) -> str:
         "python -m bnnrepro.fidelity collect . --studies sdebnn_toy udn_spirals --scale paper --wall-seconds SECONDS",
         "python -m bnnrepro.fidelity document",
         "```",
+        "",
+        "A later batch of a study, trained in another tree, joins the runs already kept with `collect --add`: their",
+        "tables and claims are drawn again from all the runs (not for an artifact drawn from run files that the",
+        "batches split: collect those from one tree).",
         "",
         "| study | scale | runs | training (sum over runs) | claims that hold (of those checked) | published numbers "
         "within error |",
