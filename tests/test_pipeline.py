@@ -454,8 +454,10 @@ def test_fidelity_collect_adds_a_later_batch_to_the_kept_results(built: Path, tm
         pd.testing.assert_frame_equal(pd.read_csv(batches / name), pd.read_csv(whole / name))
     provenance = json.loads((batches / "provenance.json").read_text())
     assert [batch["runs"] for batch in provenance["batches"]] == [len(lorenz), len(cmu)]
+    collect(tmp_path / "second", "thesis_bnsde", "smoke", tmp_path / "batches", 30.0, add=True)  # again: replaced
+    assert json.loads((batches / "provenance.json").read_text()) == provenance
     assert provenance["runs"] == len(runs) and provenance["wall_seconds"] == 90.0
-    assert provenance["grid"] == json.loads((whole / "provenance.json").read_text())["grid"]
+    assert provenance["grid"].startswith(json.loads((whole / "provenance.json").read_text())["grid"] + ", in 2 batches")
 
     drawn = next(a for a in load_study("repulsive_toy").artifacts if declarations("smoke")[a].uses == "runs")
     read = [one for one in load_study("repulsive_toy").runs("smoke") if declarations("smoke")[drawn].reads(one)]

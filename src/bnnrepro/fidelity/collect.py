@@ -15,6 +15,7 @@ import os
 import platform
 import shutil
 import subprocess
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,6 +31,8 @@ from bnnrepro.artifacts.render import compare_with_published
 from bnnrepro.studies import Run, load_study
 
 CLAIMS_FILE, PROVENANCE_FILE, METRICS_FILE, TABLES = "claims.csv", "provenance.json", "metrics.csv", "tables"
+BATCHES_FILE = "batches.csv"
+"""Which batch each kept run came from (run, batch: its index in the provenance's `batches`), once there are several."""
 
 
 def _commit(tree: Path) -> str:
@@ -86,13 +89,16 @@ def collect(
     folder = out / scale / study_name
     tidy = tidy_metrics(study_name, scale, tree, runs)
     batch = batch_provenance(tree, study_name, scale, runs, tidy, wall_seconds)
-    kept_rows, kept_tables, provenance = {}, {}, batch
-    if add:
-        tidy, kept_rows, kept_tables, provenance = add_to_kept(folder, tree, study_name, scale, tidy, batch)
-        runs = [run for run in study.runs(scale) if run.id in set(tidy["run"])]
+    kept = add_to_kept(folder, tree, study_name, scale, tidy, batch) if add else Kept(tidy, {}, {}, batch, None)
+    tidy, kept_rows, kept_tables, provenance = kept.tidy, kept.claim_rows, kept.tables, kept.provenance
+    runs = [run for run in study.runs(scale) if run.id in set(tidy["run"])]
     shutil.rmtree(folder / TABLES, ignore_errors=True)  # the other files are overwritten; findings.yaml is kept
     (folder / TABLES).mkdir(parents=True)
     tidy.to_csv(folder / METRICS_FILE, index=False)
+    if kept.membership is not None:
+        kept.membership.to_csv(folder / BATCHES_FILE, index=False)
+    else:
+        (folder / BATCHES_FILE).unlink(missing_ok=True)
 
     drawn, rows = implementations(), []
     for artifact_id in study.artifacts:
@@ -130,12 +136,24 @@ def batch_provenance(
     }  # fmt: skip
 
 
-def add_to_kept(
-    folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.DataFrame, batch: dict
-) -> tuple[pd.DataFrame, dict[str, list[dict]], dict[str, pd.DataFrame], dict]:
+@dataclass
+class Kept:
+    """What a study's kept results become: the tidy metrics; the claims (artifact -> rows) and tables (stem -> table)
+    kept as they were; the provenance; which batch each run came from (None: one batch)."""
+
+    tidy: pd.DataFrame
+    claim_rows: dict[str, list[dict]]
+    tables: dict[str, pd.DataFrame]
+    provenance: dict
+    membership: pd.DataFrame | None
+
+
+def add_to_kept(folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.DataFrame, batch: dict) -> Kept:
     """The tidy metrics of the runs kept in `folder` that the tree does not hold, with the tree's `tidy`; the claims
-    and tables to keep as they are (artifacts drawn from run files only the earlier trees hold); and the provenance
-    of all the batches (`batches`: each one's own, in order), whose totals cover them all.
+    and tables to keep as they are (artifacts drawn from run files only the earlier trees hold); the provenance of
+    all the batches (`batches`: each one's own, in order), whose totals cover them all; and which batch each run came
+    from. The tree's runs replace the kept ones of the same id, and a batch none of whose runs is left is dropped (so
+    collecting the same tree again replaces its batch).
 
     An artifact drawn from run files (uses='runs') whose runs are partly in the tree and partly kept cannot be
     drawn from either: that is an error (collect those batches from one tree)."""
@@ -173,18 +191,43 @@ def add_to_kept(
     merged = pd.concat([kept, tidy], ignore_index=True)
     all_runs = [run for run in study_runs.values() if run.id in set(merged["run"])]
     train_seconds = merged[merged["metric"] == "train_seconds"]["value"]
-    batches = [*earlier.get("batches", [earlier]), batch]
+    batches, membership = batch_membership(folder, earlier, kept, tidy, batch)
+    if len(batches) == 1:  # the tree holds every kept run
+        return Kept(merged, kept_rows, kept_tables, batch, None)
     walls = [b["wall_seconds"] for b in batches]
     provenance = {
         **batch,
         "commit": ", ".join(dict.fromkeys(b["commit"] for b in batches)),
         "machine": "; ".join(dict.fromkeys(b["machine"] for b in batches)),
         "collected": ", ".join(dict.fromkeys(b["collected"] for b in batches)),
-        "runs": len(all_runs), "grid": grid_part(all_runs, list(study_runs.values())),
+        "runs": len(all_runs), "grid": batches_grid(grid_part(all_runs, list(study_runs.values())), batches),
         "standin": any(b["standin"] for b in batches),
         "train_seconds": round(float(train_seconds.sum()), 1),
         "longest_run_seconds": round(float(train_seconds.max()), 1),
         "wall_seconds": sum(walls) if None not in walls else None,
         "batches": batches,
     }  # fmt: skip
-    return merged, kept_rows, kept_tables, provenance
+    return Kept(merged, kept_rows, kept_tables, provenance, membership)
+
+
+def batch_membership(
+    folder: Path, earlier: dict, kept: pd.DataFrame, tidy: pd.DataFrame, batch: dict
+) -> tuple[list[dict], pd.DataFrame]:
+    """The batches that still have kept runs, then the tree's (`batch`), and the batch index of every run."""
+    if (folder / BATCHES_FILE).is_file():
+        membership = pd.read_csv(folder / BATCHES_FILE)
+    else:  # one earlier batch: every kept run is its
+        membership = pd.DataFrame({"run": list(dict.fromkeys(kept["run"])), "batch": 0})
+    membership = membership[membership["run"].isin(set(kept["run"]))]
+    left = sorted(set(membership["batch"]))
+    earlier_batches = earlier.get("batches", [earlier])
+    membership = membership.assign(batch=membership["batch"].map({old: new for new, old in enumerate(left)}))
+    own = pd.DataFrame({"run": list(dict.fromkeys(tidy["run"])), "batch": len(left)})
+    return [*(earlier_batches[i] for i in left), batch], pd.concat([membership, own], ignore_index=True)
+
+
+def batches_grid(whole: str, batches: list[dict]) -> str:
+    """'120 of the grid's 515 runs, in 2 batches: 90 runs with method in {...}; ...; 30 runs with ...' (`whole`: the
+    `grid_part` of all their runs, whose listing of values would merge the batches' different grids)."""
+    parts = [f"{batch['runs']} runs with {batch['grid'].partition(': ')[2] or 'the whole grid'}" for batch in batches]
+    return f"{whole.partition(': ')[0]}, in {len(batches)} batches: " + "; ".join(parts)
