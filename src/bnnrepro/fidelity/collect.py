@@ -170,6 +170,7 @@ def add_to_kept(folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.
             "the study changed since; collect again from a tree that holds every batch"
         )
     kept_runs = [study_runs[run_id] for run_id in dict.fromkeys(kept["run"])]
+    tree_runs = [study_runs[run_id] for run_id in dict.fromkeys(tidy["run"])]
     claims = pd.read_csv(folder / CLAIMS_FILE)
     kept_rows, kept_tables = {}, {}
     for artifact_id in load_study(study_name).artifacts:
@@ -177,7 +178,7 @@ def add_to_kept(folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.
         earlier_only = [run for run in kept_runs if declaration.reads(run)]
         if not earlier_only:
             continue
-        if any(declaration.reads(run) for run in finished_runs(tree, study_name, scale)):
+        if any(declaration.reads(run) for run in tree_runs):
             raise ValueError(
                 f"{artifact_id} is drawn from the runs' {declaration.run_file}, and its runs are partly in {tree} and "
                 f"partly kept from an earlier batch ({len(earlier_only)}, e.g. {earlier_only[0].id}) whose files "
@@ -189,11 +190,11 @@ def add_to_kept(folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.
         if table_file.is_file():
             kept_tables[declaration.stem] = pd.read_csv(table_file)
     merged = pd.concat([kept, tidy], ignore_index=True)
-    all_runs = [run for run in study_runs.values() if run.id in set(merged["run"])]
-    train_seconds = merged[merged["metric"] == "train_seconds"]["value"]
     batches, membership = batch_membership(folder, earlier, kept, tidy, batch)
     if len(batches) == 1:  # the tree holds every kept run
         return Kept(merged, kept_rows, kept_tables, batch, None)
+    all_runs = [run for run in study_runs.values() if run.id in set(merged["run"])]
+    train_seconds = merged[merged["metric"] == "train_seconds"]["value"]
     walls = [b["wall_seconds"] for b in batches]
     provenance = {
         **batch,
