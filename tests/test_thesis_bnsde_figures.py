@@ -260,3 +260,66 @@ def test_each_note_names_its_scale_and_what_was_trained(scale: str, artifact_id:
         assert ("epochs, seed 0" in note) and (f"thesis: {epochs} epochs" in note)
     if artifact_id in LORENZ_FIGURES:
         assert "E-PAC-Bayes without prior knowledge, (ii)" in note and "21 sample paths" in note
+
+
+# --- the claims of the text about the figures (bnnrepro.artifacts.claims.thesis_bnsde) ------------------------------
+
+
+def constructed_forecast(observed: np.ndarray, offset: float, spread: float, steps: int) -> dict[str, np.ndarray]:
+    """Two paths per step at observed + offset ± spread (their mean observed + offset, their std spread * sqrt(2))."""
+    paths = np.stack([observed + offset + spread, observed + offset - spread])
+    paths[:, 0] = observed[0]
+    return {"times": np.arange(steps + 1) * 0.01, "observed": observed, "paths": paths}
+
+
+def test_a_forecasts_error_and_band_coverage_are_those_of_its_mean_and_std() -> None:
+    observed = np.zeros((11, 2))
+    forecast = bnsde_figures.Forecast(**constructed_forecast(observed, 1.0, 1.0, 10))
+    assert forecast.squared_error((0, 1)) == pytest.approx(1.0)  # the start, at the observed state, is left out
+    assert forecast.coverage((0,), 1) == 1.0  # |0 - 1| <= sqrt(2)
+    narrow = bnsde_figures.Forecast(**constructed_forecast(observed, 1.0, 0.5, 10))
+    assert narrow.coverage((0, 1), 1) == 0.0  # |0 - 1| > sqrt(2) / 2
+    narrow.paths[0, 5:] = np.inf  # a path that diverged at step 5
+    assert narrow.squared_error((0,)) == np.inf and narrow.coverage((0,), 3) == pytest.approx(0.4)
+
+
+def claim_outcomes(tmp_path: Path, lv: dict, lorenz: dict) -> dict[str, bool | None]:
+    from bnnrepro.artifacts.claims import check, claims_of
+
+    files = write_run_arrays(tmp_path, bnsde_figures.LV_GRID, lv, "smoke")
+    files += write_run_arrays(tmp_path, bnsde_figures.LORENZ_GRID, lorenz, "smoke")
+    context = ArtifactContext("thesis_bnsde", "smoke", run_files=files)
+    artifacts = ("thesis/fig6.3", "thesis/fig6.5", "thesis/fig6.7", "thesis/fig6.8")
+    return {a: check(c, context).holds for a in artifacts for c in claims_of(a)}
+
+
+@pytest.mark.parametrize("hybrid_better", [True, False])
+def test_the_forecast_claims_hold_exactly_when_the_hybrid_tracks_the_data(tmp_path: Path, hybrid_better: bool):
+    series = np.random.default_rng(0).normal(size=(1000, 3)).cumsum(0)
+    close, far = (0.1, 0.5), (3.0, 0.5)  # (offset, spread): inside a wide band, and outside a narrow one
+    hybrid, baseline = (close, far) if hybrid_better else (far, close)
+    lorenz = {"e_pac_bayes_hybrid@z_forecast": constructed_forecast(series, *hybrid, 999),
+              "e_pac_bayes@forecast": constructed_forecast(series, *baseline, 999)}  # fmt: skip
+    lv_series = series[:201, :2]
+    lv = {"e_pac_bayes_hybrid@lv": constructed_forecast(lv_series, *hybrid, 200),
+          "e_pac_bayes@lv": constructed_forecast(lv_series, *baseline, 200),
+          "white_box@lv": constructed_forecast(lv_series, 2.0, 0.5, 200)}  # fmt: skip
+    outcomes = claim_outcomes(tmp_path, lv, lorenz)
+    assert outcomes == dict.fromkeys(outcomes, hybrid_better) and len(outcomes) == 4
+
+
+def test_a_hybrid_that_diverges_covers_nothing_after_it_and_the_evidence_says_so(tmp_path: Path) -> None:
+    from bnnrepro.artifacts.claims import check, claims_of
+
+    series = np.zeros((1000, 3))
+    hybrid = constructed_forecast(series, 0.0, 1.0, 999)
+    hybrid["paths"][1, 100:] = np.inf  # after 100 of 999 steps
+    lorenz = {"e_pac_bayes_hybrid@z_forecast": hybrid, "e_pac_bayes@forecast": constructed_forecast(series, 0, 1, 999)}
+    files = write_run_arrays(tmp_path, bnsde_figures.LORENZ_GRID, lorenz, "smoke")
+    (fig68,) = claims_of("thesis/fig6.8")
+    outcome = check(fig68, ArtifactContext("thesis_bnsde", "smoke", run_files=files))
+    assert (
+        outcome.holds is False and "dz 0.0991" in outcome.evidence
+    )  # steps 1-99 of 999 and "Hybrid, knows dz 1 of 2" in outcome.evidence
+    (fig63,) = claims_of("thesis/fig6.3")
+    assert check(fig63, ArtifactContext("thesis_bnsde", "smoke", run_files=files)).holds is None  # no LV runs

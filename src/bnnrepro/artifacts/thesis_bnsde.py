@@ -166,6 +166,19 @@ class Forecast:
         """How many of the paths overflowed (a value that is not finite)."""
         return int((~np.isfinite(self.paths)).any(axis=(1, 2)).sum())
 
+    def squared_error(self, states: tuple[int, ...]) -> float:
+        """The mean squared error of the mean path to the observed series over the steps after the start and
+        `states` (inf where a path diverged)."""
+        mean = self.mean_and_std()[0][1:, states]
+        return float(np.square(mean - self.observed[1:, states]).mean()) if np.isfinite(mean).all() else np.inf
+
+    def coverage(self, states: tuple[int, ...], spread: int) -> float:
+        """The fraction of the steps after the start and of `states` at which the observed value lies within the
+        mean ± `spread` standard deviations (a band that is not finite covers nothing)."""
+        mean, std = (values[1:, states] for values in self.mean_and_std())
+        with np.errstate(invalid="ignore"):
+            return float((np.abs(self.observed[1:, states] - mean) <= spread * std).mean())
+
 
 def grid_forecasts(context: ArtifactContext, grid: str, labels: dict[str, str]) -> dict[str, Forecast]:
     """{model: Forecast} of the first seed's run of each model of `labels` in `grid` (in `labels`' order); an error
