@@ -21,8 +21,8 @@ from bnnrepro.artifacts.claims.udn_spirals import (
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES, grid_part
-from bnnrepro.fidelity.document import fidelity_document
-from bnnrepro.studies import load_study
+from bnnrepro.fidelity.document import NOT_RUN_FILE, fidelity_document
+from bnnrepro.studies import available_studies, load_study
 
 
 def spiral_metrics(tmp_path: Path, accuracy: dict[str, list[float]], depth: list[float]) -> ArtifactContext:
@@ -107,6 +107,13 @@ def test_every_claim_belongs_to_a_catalog_artifact() -> None:
     assert all_claims() and {claim.artifact_id for claim in all_claims()} <= ids
 
 
+def explain_every_study(scale_folder: Path, leave_out: tuple[str, ...] = ()) -> None:
+    """A not_run.yaml that says why each study but `leave_out` was not run (a reason naming the study)."""
+    reasons = {study: f"no data for {study}" for study in available_studies() if study not in leave_out}
+    scale_folder.mkdir(parents=True, exist_ok=True)
+    (scale_folder / NOT_RUN_FILE).write_text(json.dumps(reasons))
+
+
 def collected_study(folder: Path, holds: list[bool], within: list[bool]) -> None:
     (folder / TABLES).mkdir(parents=True)
     (folder / PROVENANCE_FILE).write_text(json.dumps({
@@ -128,6 +135,7 @@ def collected_study(folder: Path, holds: list[bool], within: list[bool]) -> None
 @pytest.mark.parametrize(("holds", "within"), [([True, False, True], [True, False]), ([False], [False, False])])
 def test_the_document_counts_what_was_collected(tmp_path: Path, holds: list[bool], within: list[bool]) -> None:
     collected_study(tmp_path / "paper" / "udn_spirals", holds, within)
+    explain_every_study(tmp_path / "paper")
     document = fidelity_document(tmp_path, "docs/fidelity")
     summary = next(line for line in document.splitlines() if line.startswith("| udn_spirals | paper |"))
     assert f"{sum(holds)} of {len(holds)}" in summary and f"{sum(within)} of {len(within)}" in summary
@@ -161,6 +169,32 @@ def test_a_thesis_table_is_found_by_its_file_stem_and_only_our_cells_are_counted
         "ours_error": [None, 0.03, None], "n_runs": [None, 20, None], "published": [-2.58, -2.59, 5.79],
         "published_error": [0.04, 0.03, 0.07], "within_published_error": [None, True, None],
     }).to_csv(folder / TABLES / "thesis_table3_1.csv", index=False)  # fmt: skip
+    explain_every_study(folder.parent)
     document = fidelity_document(tmp_path, "docs/fidelity")
     assert "1 of 1 published numbers reproduced within their error." in document
     assert "| thesis_vbp | paper | 2 |" in document
+
+
+def test_every_study_without_results_says_why_and_the_document_lists_it(tmp_path: Path) -> None:
+    """A study with no collected results, or without those of an artifact that has a published number or a checked
+    claim, is listed with the reason not_run.yaml gives; the document refuses one it does not explain."""
+    collected_study(tmp_path / "paper" / "udn_spirals", [True], [True])  # udn/fig3a and udn/table1 only
+    explain_every_study(tmp_path / "paper", leave_out=("udn_images",))
+    with pytest.raises(
+        ValueError, match=r"not_run.yaml: study udn_images has no results .* for udn/fig4, .*udn_images"
+    ):
+        fidelity_document(tmp_path, "docs/fidelity")
+    explain_every_study(tmp_path / "paper")
+    lines = fidelity_document(tmp_path, "docs/fidelity").splitlines()
+    rows = {line.split(" | ")[0]: line for line in lines[lines.index("## Not run at `paper` here") :] if "|" in line}
+    assert rows["| udn_images"] == "| udn_images | udn/fig4, udn/table2, udn/fig7 | no data for udn_images |"
+    assert "udn/fig3b" in rows["| udn_spirals"] and "udn/fig3a" not in rows["| udn_spirals"]  # fig3b has claims
+    (tmp_path / "paper" / NOT_RUN_FILE).write_text(json.dumps({"udn_imagez": "typo"}))
+    with pytest.raises(ValueError, match="udn_imagez are not studies"):
+        fidelity_document(tmp_path, "docs/fidelity")
+
+
+def test_the_committed_document_is_the_one_the_committed_results_make() -> None:
+    """docs/fidelity.md is regenerated from docs/fidelity/ (every study there, or its reason for not being there)."""
+    root = Path(__file__).resolve().parents[1]
+    assert fidelity_document(root / "docs" / "fidelity", "docs/fidelity") == (root / "docs" / "fidelity.md").read_text()

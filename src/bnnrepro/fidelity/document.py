@@ -3,6 +3,9 @@ published numbers beside ours and each caption claim with whether it holds, from
 
 A study's folder may hold `findings.yaml`, written by hand after looking into the results: {artifact id: {claim
 text, or 'table': why it does not hold (our bug, the paper's ambiguity, the scale), or what the numbers mean}}.
+A scale's folder holds `not_run.yaml`, {study: why}: why the artifacts of a study that have a published number or a
+checked claim but no collected results at that scale were not run there (the data cannot be fetched, the runs need a
+GPU, ...); the document lists them with it, and refuses to leave one out unexplained.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from bnnrepro.artifacts.claims import all_claims
 from bnnrepro.artifacts.registry import artifact_stem, catalog
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
 from bnnrepro.files import read_yaml
+from bnnrepro.studies import available_studies, load_study
 
 FINDINGS_FILE = "findings.yaml"
+NOT_RUN_FILE = "not_run.yaml"
 
 
 def _cell(text: object) -> str:
@@ -56,7 +62,7 @@ def _table_section(compared: pd.DataFrame) -> list[str]:
 
 
 def _claims_section(claims: pd.DataFrame, findings: dict) -> list[str]:
-    lines = ["| claim (the caption's words) | holds | our numbers |", "|---|---|---|"]
+    lines = ["| claim (the paper's words) | holds | our numbers |", "|---|---|---|"]
     for _, row in claims.iterrows():
         holds = "not checked" if pd.isna(row["holds"]) else "yes" if row["holds"] else "**no**"
         lines.append(f"| {_cell(row['claim'])} | {holds} | {_cell(row['evidence'])} |")
@@ -80,7 +86,7 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
     ]  # fmt: skip
     checked = _is_true(claims["holds"].dropna())
     counts = {"claims": len(checked), "hold": int(checked.sum()), "cells": 0, "within": 0}
-    for artifact_id in dict.fromkeys([*claims["artifact"], *_table_ids(folder, artifacts)]):
+    for artifact_id in _collected_artifacts(folder, artifacts):
         lines += [f"### {artifact_id}: {artifacts[artifact_id]['title']}", ""]
         table_file = folder / TABLES / f"{artifact_stem(artifact_id)}.csv"
         if table_file.is_file():
@@ -97,6 +103,11 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
     return lines, {**provenance, **counts}
 
 
+def _collected_artifacts(folder: Path, artifacts: dict[str, dict]) -> list[str]:
+    """The artifacts a collected study's folder has claims or a table of, those with claims first."""
+    return list(dict.fromkeys([*pd.read_csv(folder / CLAIMS_FILE)["artifact"], *_table_ids(folder, artifacts)]))
+
+
 def _commits(provenance: dict) -> str:
     """'commit `a`', or for batches collected from trees at several commits, 'commits `a`, `b`'."""
     commits = list(dict.fromkeys(batch["commit"] for batch in provenance.get("batches", [provenance])))
@@ -108,14 +119,50 @@ def _table_ids(folder: Path, artifacts: dict[str, dict]) -> list[str]:
     return [artifact_id for artifact_id in artifacts if artifact_stem(artifact_id) in stems]
 
 
+def not_run_section(scale_folder: Path, collected: set[str], artifacts: dict[str, dict]) -> list[str]:
+    """The artifacts without collected results at this scale: a row per study with the reason `not_run.yaml` gives,
+    for a study none of whose results were collected or one that misses an artifact with a published number or a
+    checked claim; the rest of the studies' missing artifacts have nothing to compare and are only named."""
+    reasons_file = scale_folder / NOT_RUN_FILE
+    reasons = read_yaml(reasons_file) if reasons_file.is_file() else {}
+    unknown = sorted(set(reasons) - set(available_studies()))
+    if unknown:
+        raise ValueError(f"{reasons_file}: {', '.join(unknown)} are not studies (config/studies/)")
+    claimed = {claim.artifact_id for claim in all_claims()}
+    rows, nothing_to_compare = [], []
+    for study in available_studies():
+        missing = [a for a in load_study(study).artifacts if a not in collected]
+        comparable = [a for a in missing if a in claimed or {"published", "published_points"} & set(artifacts[a])]
+        if not comparable and (scale_folder / study / PROVENANCE_FILE).is_file():
+            nothing_to_compare += missing
+            continue
+        if study not in reasons:
+            raise ValueError(
+                f"{reasons_file}: study {study} has no results collected at {scale_folder.name} scale for "
+                f"{', '.join(comparable or missing)}: collect them, or say why they were not run, under the key {study}"
+            )
+        rows.append(f"| {study} | {', '.join(missing)} | {_cell(' '.join(str(reasons[study]).split()))} |")
+    lines = [f"## Not run at `{scale_folder.name}` here", ""]
+    if rows:
+        lines += ["| study | artifacts | why |", "|---|---|---|", *rows, ""]
+    if nothing_to_compare:
+        lines += [
+            "Not in this document because they have no published number and no claim we check (views of the data, "
+            f"examples, generated tables): {', '.join(nothing_to_compare)}.",
+            "",
+        ]
+    return lines
+
+
 def fidelity_document(results: Path, shown_as: str) -> str:
     """The document of every study collected under `results` (<scale>/<study>/), a folder the document names
     `shown_as`."""
     artifacts = {entry["id"]: entry for entry in catalog()["artifacts"]}
-    sections, summary = [], []
+    sections, summary, collected = [], [], {}
     for folder in sorted(path.parent for path in results.glob(f"*/*/{PROVENANCE_FILE}")):
         lines, counts = study_section(folder, artifacts)
         sections += lines
+        collected.setdefault(folder.parent, set()).update(_collected_artifacts(folder, artifacts))
         summary.append(
             f"| {counts['study']} | {counts['scale']} | {counts['runs']} | {counts['train_seconds'] / 3600:.2f} h | "
             f"{counts['hold']} of {counts['claims']} | "
@@ -150,4 +197,5 @@ def fidelity_document(results: Path, shown_as: str) -> str:
         *summary,
         "",
     ]
-    return "\n".join([*header, *sections])
+    not_run = [line for scale, done in collected.items() for line in not_run_section(scale, done, artifacts)]
+    return "\n".join([*header, *sections, *not_run])
