@@ -136,7 +136,7 @@ class TorchsdeHybrid(torch.nn.Module):
         self.f_theta, self.knowledge, self.diffusion = f_theta, knowledge, diffusion
 
     def f(self, t, y):
-        return self.f_theta(y) + self.knowledge(y)
+        return self.f_theta(y, t.expand(y.shape[0])) + self.knowledge(y)
 
     def h(self, t, y):
         return self.knowledge(y)
@@ -145,16 +145,17 @@ class TorchsdeHybrid(torch.nn.Module):
         return self.diffusion.expand_as(y)
 
 
+@pytest.mark.parametrize("time_input", [False, True])
 @pytest.mark.parametrize("weight_sampling", ["mean", "per_trajectory"])
-def test_solve_matches_torchsde_logqp_on_a_shared_brownian_path(weight_sampling):
+def test_solve_matches_torchsde_logqp_on_a_shared_brownian_path(weight_sampling, time_input):
     """Lemma 1's discrete KL is torchsde's `sdeint(..., logqp=True)` log-ratio for posterior drift f + gamma r and
     prior drift gamma r with the same diffusion (§6.2.3): on one Brownian path (a BrownianInterval's increments
     over the grid, divided by sqrt(dt), are `solve`'s noise) with Lorenz knowledge of dz (gamma = [0, 0, 1], noisy
     parameters) and a small BNN drift, the Euler paths and the summed log-ratio equal ours. For per_trajectory,
-    torchsde gets the same theta draw (the same seed before `draw`)."""
+    torchsde gets the same theta draw (the same seed before `draw`). A drift that reads the time gets torchsde's t."""
     batch, steps_count, dt = 6, 64, 1.0 / 64  # a dyadic step: torchsde lands on every grid time exactly
     torch.manual_seed(0)
-    drift = BayesianDrift(3, [16], "softplus").double()
+    drift = BayesianDrift(3, [16], "softplus", time_input=time_input).double()
     with torch.no_grad():
         for layer in drift.layers:
             layer.weight_log_variance.fill_(-3.0)
@@ -179,6 +180,30 @@ def test_solve_matches_torchsde_logqp_on_a_shared_brownian_path(weight_sampling)
     torch.testing.assert_close(path, ys, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(kl, log_ratio.sum(0), rtol=1e-9, atol=1e-10)
     assert float(kl.min()) > 0
+
+
+@pytest.mark.parametrize("time_input", [True, False])
+def test_a_time_reading_drift_forecasts_from_the_windows_own_times(lorenz, time_input: bool):
+    """With method.drift.time_input (eq. 6.5's f_theta(h_t, t)) a window's forecast depends on its time column (the
+    same states later in the series forecast differently); an autonomous drift's does not. Same seed, same noise."""
+    method = make_method(f"method.drift.time_input={str(time_input).lower()}", "method.weight_sampling=mean").eval()
+    window = torch.as_tensor(lorenz.x("train"))[:1]
+    later = window.clone()
+    later[..., -1] += 10.0
+    forecasts = []
+    for x in (window, later):
+        torch.manual_seed(3)
+        forecasts.append(method.forecast(x, 2, with_kl=False)[0])
+    assert torch.equal(forecasts[0][:, 0], forecasts[1][:, 0])  # both start at the window's first state
+    difference = float((forecasts[0] - forecasts[1]).abs().max())  # float32 times: the steps round a little apart
+    assert difference > 0.1 if time_input else difference < 1e-3
+    assert method.sde.drift.input_size == 3 + time_input
+
+
+def test_a_time_reading_drift_without_times_says_what_is_missing():
+    drift = BayesianDrift(3, [4], "softplus", time_input=True)
+    with pytest.raises(ValueError, match="reads the time .*method.drift.time_input.*start times"):
+        drift.mean_forward(torch.zeros(2, 3))
 
 
 # --- Theorem 1 / Algorithm 2: the PAC term and the E-PAC-Bayes loss --------------------------------------------
@@ -226,14 +251,17 @@ def test_e_pac_bayes_loss_is_the_data_term_plus_the_pac_term(lorenz):
     xi = method.sde.knowledge.parameters_xi.tolist()
     g = torch.tensor([1.0, 0.5, 2.0], dtype=torch.float64)
 
-    def f_theta(h):
-        hidden = F.softplus(h @ layers[0].weight_mean.double().T + layers[0].bias_mean.double())
+    def f_theta(h, t):  # f_theta(h_t, t), eq. 6.5: the state and the time side by side
+        inputs = torch.cat([h, t[:, None]], dim=1)
+        hidden = F.softplus(inputs @ layers[0].weight_mean.double().T + layers[0].bias_mean.double())
         return hidden @ layers[1].weight_mean.double().T + layers[1].bias_mean.double()
 
     h = x[:, 0, :3].double().repeat(samples, 1)  # row s * B + n: sample s of sequence n
+    t = x[:, 0, 3].double().repeat(samples)  # each window's first time
     path, path_kl = [h], torch.zeros(samples * batch, dtype=torch.float64)
     for k, dt in enumerate(steps.tolist()):
-        learned = f_theta(h)
+        learned = f_theta(h, t)
+        t = t + dt
         known = torch.stack([torch.zeros_like(h[:, 0]), torch.zeros_like(h[:, 0]), h[:, 0] * h[:, 1] - xi[2] * h[:, 2]])
         path_kl += 0.5 * dt * (learned.square() / g.square()).sum(1)
         h = h + (learned + known.T) * dt + math.sqrt(dt) * g * noise[k]
@@ -620,8 +648,9 @@ def test_sgld_trains_point_weights(lorenz):
     names = [name for name, _ in method.named_parameters()]
     assert names and not [name for name in names if "variance" in name]
     assert not method.sde.drift.bayesian
-    h = torch.randn(5, 3)
-    torch.testing.assert_close(method.sde.drift.draw(5, "per_trajectory")(h), method.sde.drift.draw(5, "mean")(h))
+    h, t = torch.randn(5, 3), torch.rand(5)
+    drift = method.sde.drift
+    torch.testing.assert_close(drift.draw(5, "per_trajectory")(h, t), drift.draw(5, "mean")(h, t))
     x, y = torch.as_tensor(lorenz.x("train"))[:2], torch.as_tensor(lorenz.y("train"))[:2]
     before = parameters(method)
     torch.manual_seed(0)

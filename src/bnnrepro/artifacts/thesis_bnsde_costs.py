@@ -127,7 +127,7 @@ def forward_flops(cfg: DictConfig) -> int:
     """F: the FLOPs of one pass of one state through the drift network with point weights (its posterior means)."""
     drift = build_model(cfg, 2).sde.drift
     with OperationCounter() as counter:
-        drift.mean_forward(torch.zeros(1, len(cfg.dataset.dynamics.diffusion)))
+        drift.mean_forward(torch.zeros(1, drift.state_size), torch.zeros(1))
     return counter.matmul_flops
 
 

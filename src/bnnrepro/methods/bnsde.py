@@ -59,7 +59,8 @@ class BNSDEMethod(LossMinimiser, FixedArchitectureMethod):
         h0 = self.observation.initial_state(x)
         batch = h0.shape[0]
         steps = self.observation.steps(x)
-        path, kl = self.sde.solve(h0.repeat(samples, 1), steps, self.weight_sampling, with_kl=with_kl)
+        t0 = self.observation.start_time(x).repeat(samples)
+        path, kl = self.sde.solve(h0.repeat(samples, 1), steps, self.weight_sampling, with_kl=with_kl, t0=t0)
         prediction = self.observation.emit(path).unflatten(1, (samples, batch)).transpose(0, 1)
         return prediction, kl.view(samples, batch)
 
@@ -193,7 +194,10 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> BNSDEMethod:
         knowledge = KnowledgeDrift(dynamics.system, gamma, state_size, dynamics.parameter_noise_std, run_cfg.seed)
     drift = None
     if cfg.objective != "none":
-        drift = BayesianDrift(state_size, cfg.drift.widths, cfg.drift.activation, bayesian=cfg.objective != "sgld")
+        drift = BayesianDrift(
+            state_size, cfg.drift.widths, cfg.drift.activation, bayesian=cfg.objective != "sgld",
+            time_input=cfg.drift.time_input,
+        )  # fmt: skip
     diffusion = dynamics.diffusion if latent is None else [latent.diffusion] * state_size
     sde = HybridSDE(drift, knowledge, diffusion)
     return BNSDEMethod(sde, observation, cfg, dynamics.likelihood_variance, run_cfg.train.epochs)

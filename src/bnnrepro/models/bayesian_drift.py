@@ -1,5 +1,7 @@
-"""The BNN drift f_theta(h) of a Bayesian neural SDE (thesis §6.2.1, eq. 6.3): an MLP whose weights have the
-mean-field Gaussian q = p_phi(theta) (§6.2.2), or point weights (the SGLD baseline, Look & Kandemir 2019).
+"""The BNN drift f_theta(h, t) of a Bayesian neural SDE (thesis §6.2.1, eqs. 6.3 and 6.5): an MLP whose weights have
+the mean-field Gaussian q = p_phi(theta) (§6.2.2), or point weights (the SGLD baseline, Look & Kandemir 2019). With
+`time_input` the network reads the time beside the state, as the thesis writes it (and the authors' code feeds t to
+its BNN); without, f_theta(h) is autonomous.
 
 How a solve draws theta is `weight_sampling`:
 - "local_reparameterisation": every evaluation draws each unit's pre-activation from its Gaussian marginal
@@ -23,18 +25,22 @@ from bnnrepro.models.moment_layers import GaussianAffine, LayerShape
 WEIGHT_SAMPLING = ("local_reparameterisation", "per_trajectory", "mean")
 ACTIVATIONS = {"softplus": F.softplus, "relu": F.relu, "tanh": torch.tanh}
 
-DriftFunction = Callable[[torch.Tensor], torch.Tensor]
-"""f(h [B, P]) -> [B, P] with theta fixed for one solve (as `BayesianDrift.draw` returns it)."""
+DriftFunction = Callable[..., torch.Tensor]
+"""f(h [B, P], t [B] or None) -> [B, P] with theta fixed for one solve (as `BayesianDrift.draw` returns it)."""
 
 
 class BayesianDrift(nn.Module):
-    """f_theta: R^P -> R^P, an MLP of `widths` hidden units with `activation`, Bayesian or point weights."""
+    """f_theta: R^P (x R with `time_input`) -> R^P, an MLP of `widths` hidden units with `activation`, Bayesian or
+    point weights."""
 
-    def __init__(self, state_size: int, widths: Sequence[int], activation: str, bayesian: bool = True):
+    def __init__(
+        self, state_size: int, widths: Sequence[int], activation: str, bayesian: bool = True, time_input: bool = False
+    ):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown drift activation {activation!r}; use one of {', '.join(ACTIVATIONS)}")
-        sizes = [state_size, *widths, state_size]
+        self.time_input, self.input_size = time_input, state_size + int(time_input)
+        sizes = [self.input_size, *widths, state_size]
         shapes = [LayerShape(i, o) for i, o in zip(sizes[:-1], sizes[1:], strict=True)]
         self.state_size, self.bayesian = state_size, bayesian
         self.layers = nn.ModuleList(
@@ -49,9 +55,17 @@ class BayesianDrift(nn.Module):
                 h = self.activation(h)
         return h
 
-    def mean_forward(self, h: torch.Tensor) -> torch.Tensor:
+    def inputs(self, h: torch.Tensor, t: torch.Tensor | None) -> torch.Tensor:
+        """The network's input: the state h [B, P], with `time_input` beside the time t [B]."""
+        if not self.time_input:
+            return h
+        if t is None:
+            raise ValueError("this drift reads the time (method.drift.time_input); give the solve its start times")
+        return torch.cat([h, t[:, None].to(h.dtype)], dim=-1)
+
+    def mean_forward(self, h: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
         """f at the posterior means (or the point weights)."""
-        return self._through(h, lambda i, x: self._mean_layer(i)(x))
+        return self._through(self.inputs(h, t), lambda i, x: self._mean_layer(i)(x))
 
     def _mean_layer(self, index: int) -> Callable[[torch.Tensor], torch.Tensor]:
         layer = self.layers[index]
@@ -65,11 +79,13 @@ class BayesianDrift(nn.Module):
             return self.mean_forward
         if weight_sampling == "local_reparameterisation":
             samplers = [layer.sampler() for layer in self.layers]  # the variances once per solve, not per step
-            return lambda h: self._through(h, lambda i, x: samplers[i](x))
+            return lambda h, t=None: self._through(self.inputs(h, t), lambda i, x: samplers[i](x))
         weights = [self._trajectory_weights(layer, batch) for layer in self.layers]
 
-        def per_trajectory(h: torch.Tensor) -> torch.Tensor:
-            return self._through(h, lambda i, x: torch.baddbmm(weights[i][1], x[:, None], weights[i][0])[:, 0])
+        def per_trajectory(h: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+            return self._through(
+                self.inputs(h, t), lambda i, x: torch.baddbmm(weights[i][1], x[:, None], weights[i][0])[:, 0]
+            )
 
         return per_trajectory
 

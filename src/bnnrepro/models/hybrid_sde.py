@@ -1,11 +1,11 @@
-"""The hybrid BNSDE dh = (f_theta(h) + gamma * r_xi(h)) dt + G dW (thesis eq. 6.5) and its Euler-Maruyama solve.
+"""The hybrid BNSDE dh = (f_theta(h, t) + gamma * r_xi(h)) dt + G dW (thesis eq. 6.5) and its Euler-Maruyama solve.
 
 G is a constant diagonal diffusion with no learnable parameters (§6.2.1). One solve of B trajectories on the
 observation grid t_0 < ... < t_K (the EM step is the observation spacing, Algorithm 2) returns the path and, per
 trajectory, the discretised path KL of Lemma 1 between the hybrid and the prior SDE dh = gamma * r_xi dt + G dW
 (eq. 6.6), which share the diffusion so that only the BNN part enters:
 
-    KL_path = sum_k 1/2 f_theta(h_k)^T (G G^T)^-1 f_theta(h_k) dt_k.
+    KL_path = sum_k 1/2 f_theta(h_k, t_k)^T (G G^T)^-1 f_theta(h_k, t_k) dt_k.
 
 This is the same Monte Carlo estimate as torchsde's `sdeint(..., logqp=True)` with posterior drift f + gamma * r,
 prior drift gamma * r and diffusion G (tests/test_bnsde.py checks the two agree); the loop here is plain torch.
@@ -48,8 +48,10 @@ class HybridSDE(nn.Module):
         weight_sampling: str,
         noise: torch.Tensor | None = None,
         with_kl: bool = True,
+        t0: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """EM from h0 [B, P] over the step sizes `steps` [K]: (path [K + 1, B, P] with path[0] = h0, path KL [B]).
+        """EM from h0 [B, P] at times t0 [B] (0 when None) over the step sizes `steps` [K]: (path [K + 1, B, P]
+        with path[0] = h0, path KL [B]).
 
         noise: standard normal increments [K, B, P] (drawn here when None), so that a caller can share one Brownian
         path with another solver. with_kl=False skips the KL (zeros), e.g. in forecasts."""
@@ -61,13 +63,14 @@ class HybridSDE(nn.Module):
         scales = steps.sqrt()[:, None, None] * self.diffusion * noise
         knows = self.knowledge.active  # once per solve: no host-device synchronisation per step
         path, kl, h = [h0], h0.new_zeros(batch), h0
+        t = h0.new_zeros(batch) if t0 is None else t0
         for k, dt in enumerate(steps.tolist()):
-            drift = self.knowledge(h) if knows else torch.zeros_like(h)
+            drift = self.knowledge(h, t) if knows else torch.zeros_like(h)
             if f_theta is not None:
-                learned = f_theta(h)
+                learned = f_theta(h, t)
                 drift = drift + learned
                 if with_kl:
                     kl = kl + 0.5 * dt * (learned.square() * precision).sum(-1)
-            h = h + drift * dt + scales[k]
+            h, t = h + drift * dt + scales[k], t + dt
             path.append(h)
         return torch.stack(path), kl

@@ -62,8 +62,8 @@ class KnowledgeDrift(nn.Module):
         """Whether any prior knowledge enters the drift."""
         return self.system is not None and bool(self.gamma.any())
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        """gamma * r_xi(h) [..., P] (zeros without knowledge)."""
+    def forward(self, h: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+        """gamma * r_xi(h) [..., P] (zeros without knowledge); the known systems are autonomous (t unused)."""
         if self.system is None:
             return torch.zeros_like(h)
         components = SYSTEMS[self.system][1](h, self.parameters_xi.unbind())
@@ -84,5 +84,5 @@ class LearnedKnowledge(nn.Module):
     def active(self) -> bool:
         return bool(self.gamma.any())
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return self.gamma * self.drift.mean_forward(h)
+    def forward(self, h: torch.Tensor, t: torch.Tensor | None = None) -> torch.Tensor:
+        return self.gamma * self.drift.mean_forward(h, t)

@@ -29,6 +29,10 @@ class ObservedState(nn.Module):
     def initial_state(self, x: torch.Tensor) -> torch.Tensor:
         return x[:, 0, : self.state_size]
 
+    def start_time(self, x: torch.Tensor) -> torch.Tensor:
+        """The time of each window's first observation [B]."""
+        return x[:, 0, -1]
+
     def steps(self, x: torch.Tensor) -> torch.Tensor:
         """EM step sizes [L - 1]: the spacing of the first window's times (the windows share their spacing)."""
         return x[0, 1:, -1] - x[0, :-1, -1]
@@ -60,6 +64,10 @@ class EncodedState(nn.Module):
         if x.shape[1] < self.context:
             raise ValueError(f"a sequence of {x.shape[1]} frames is shorter than the encoder's {self.context}")
         return self.encoder(x[:, : self.context].flatten(1))
+
+    def start_time(self, x: torch.Tensor) -> torch.Tensor:
+        """0 for each sequence: frames carry no clock, so a time-reading drift reads the time since the first."""
+        return x.new_zeros(x.shape[0])
 
     def steps(self, x: torch.Tensor) -> torch.Tensor:
         return torch.full((x.shape[1] - 1,), self.dt, dtype=x.dtype, device=x.device)
