@@ -10,6 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 from bnnrepro.artifacts import udn_images
+from bnnrepro.artifacts.claims import NotCheckable
 from bnnrepro.artifacts.claims import udn_images as image_claims
 from bnnrepro.artifacts.claims import udn_uci as uci_claims
 from bnnrepro.artifacts.context import ArtifactContext
@@ -237,6 +238,14 @@ def test_uci_claims_hold_and_fail_on_constructed_results(tmp_path):
     assert uci_claims.udn_shallow_on_easy_uci(shown).holds
     assert uci_claims.udn_deeper_on_hard_uci(shown).holds
     assert uci_claims.udn_competitive_on_uci(shown).holds
+    udn_alone = tidy_metrics(tmp_path, "udn_uci", uci_rows({"power": 1.7}, {("udn", "power"): 9.0}))
+    with pytest.raises(NotCheckable, match="UDN and of a finite network"):
+        uci_claims.udn_competitive_on_uci(udn_alone)
+    with_udn_alone = tidy_metrics(tmp_path, "udn_uci", uci_rows(
+        {"yacht": 1.6, "power": 1.7}, {("udn", "yacht"): 1.0, ("f2", "yacht"): 1.0, ("udn", "power"): 9.0},
+    ))  # fmt: skip
+    outcome = uci_claims.udn_competitive_on_uci(with_udn_alone)
+    assert outcome.holds and "power" not in outcome.evidence  # a set with the UDN alone is left out
     contradicted = tidy_metrics(tmp_path, "udn_uci", uci_rows(
         {"yacht": 2.4, "boston": 1.8, "wine": 1.7},
         {("udn", "yacht"): 1.5, ("f2", "yacht"): 1.0, ("udn", "wine"): 0.62, ("f2", "wine"): 0.64},

@@ -38,18 +38,20 @@ def udn_deeper_on_hard_uci(context: ArtifactContext) -> Outcome:
 
 @claim("udn/fig8", "The UDN performs similarly to or better than the finite alternatives f2-f6.")
 def udn_competitive_on_uci(context: ArtifactContext) -> Outcome:
-    """Holds when on every set the UDN's mean test RMSE is at most the best finite network's plus one standard
-    error of the UDN's RMSE over splits."""
+    """Holds when on every set with runs of the UDN and of a finite network the UDN's mean test RMSE is at most the
+    best finite network's plus one standard error of the UDN's RMSE over splits (the other sets are left out)."""
     rows = context.metric("test_rmse_original")
-    require("udn" in set(rows["method"]) and rows["method"].nunique() > 1, "UDN run and finite network's")
     stats = rows.groupby(["dataset", "method"])["value"].agg(["mean", "sem"]).fillna(0)
     verdicts = []
     for dataset, table in stats.groupby(level="dataset"):
         table = table.droplevel("dataset")
+        if "udn" not in table.index or len(table) < 2:
+            continue
         best_finite = table.drop(index="udn")["mean"].min()
         udn = table.loc["udn"]
         verdicts.append(
             (dataset.removeprefix("uci_"), udn["mean"] <= best_finite + udn["sem"], udn["mean"], best_finite)
         )
+    require(bool(verdicts), "set with runs of the UDN and of a finite network")
     listed = ", ".join(f"{d} {u:.3g} vs {f:.3g}" for d, _, u, f in verdicts)
     return Outcome(all(v for _, v, _, _ in verdicts), f"UDN vs best f_L test RMSE: {listed}")
