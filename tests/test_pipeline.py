@@ -27,12 +27,12 @@ from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.fidelity.collect import collect
-from bnnrepro.fidelity.document import fidelity_document
+from bnnrepro.fidelity.document import NOT_RUN_FILE, fidelity_document
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.report.summary import summary_rows
 from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS
 from bnnrepro.sources import source_files
-from bnnrepro.studies import load_study
+from bnnrepro.studies import available_studies, load_study
 from tests.conftest import OFFLINE, add_session_dag_record, copy_project, run
 
 pytestmark = pytest.mark.slow
@@ -421,7 +421,10 @@ def test_fidelity_collect_keeps_each_claim_and_table_of_a_built_tree(built: Path
         assert set(claims["holds"][checked]) <= {True, False}
         assert claims["evidence"][~checked].str.startswith("not checked").all()  # e.g. smoke runs no HMC
     assert (tmp_path / "smoke/udn_spirals/tables/udn_table1.csv").is_file()
-    assert "## udn_spirals at `smoke`" in fidelity_document(tmp_path, "docs/fidelity")
+    others = {study: "not collected in this test" for study in available_studies() if study not in studies}
+    (tmp_path / "smoke" / NOT_RUN_FILE).write_text(yaml.safe_dump(others))
+    document = fidelity_document(tmp_path, "docs/fidelity")
+    assert "## udn_spirals at `smoke`" in document and "| thesis_bnsde | " in document  # the others, and why
 
 
 def tree_of(built: Path, runs: list, folder: Path) -> Path:
