@@ -15,6 +15,7 @@ import torch
 from matplotlib import pyplot as plt
 
 from bnnrepro.artifacts import thesis_bnsde as bnsde_figures
+from bnnrepro.artifacts.claims import check, claims_of
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import implementation
 from bnnrepro.data.dynamics import generate_lorenz, generate_lotka_volterra
@@ -284,8 +285,6 @@ def test_a_forecasts_error_and_band_coverage_are_those_of_its_mean_and_std() -> 
 
 
 def claim_outcomes(tmp_path: Path, lv: dict, lorenz: dict) -> dict[str, bool | None]:
-    from bnnrepro.artifacts.claims import check, claims_of
-
     files = write_run_arrays(tmp_path, bnsde_figures.LV_GRID, lv, "smoke")
     files += write_run_arrays(tmp_path, bnsde_figures.LORENZ_GRID, lorenz, "smoke")
     context = ArtifactContext("thesis_bnsde", "smoke", run_files=files)
@@ -309,8 +308,6 @@ def test_the_forecast_claims_hold_exactly_when_the_hybrid_tracks_the_data(tmp_pa
 
 
 def test_a_hybrid_that_diverges_covers_nothing_after_it_and_the_evidence_says_so(tmp_path: Path) -> None:
-    from bnnrepro.artifacts.claims import check, claims_of
-
     series = np.zeros((1000, 3))
     hybrid = constructed_forecast(series, 0.0, 1.0, 999)
     hybrid["paths"][1, 100:] = np.inf  # after 100 of 999 steps

@@ -85,8 +85,9 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
     ]  # fmt: skip
     checked = _is_true(claims["holds"].dropna())
-    counts = {"claims": len(checked), "hold": int(checked.sum()), "cells": 0, "within": 0}
-    for artifact_id in _collected_artifacts(folder, artifacts):
+    shown = _collected_artifacts(claims, folder, artifacts)
+    counts = {"claims": len(checked), "hold": int(checked.sum()), "cells": 0, "within": 0, "artifacts": shown}
+    for artifact_id in shown:
         lines += [f"### {artifact_id}: {artifacts[artifact_id]['title']}", ""]
         table_file = folder / TABLES / f"{artifact_stem(artifact_id)}.csv"
         if table_file.is_file():
@@ -103,9 +104,10 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
     return lines, {**provenance, **counts}
 
 
-def _collected_artifacts(folder: Path, artifacts: dict[str, dict]) -> list[str]:
-    """The artifacts a collected study's folder has claims or a table of, those with claims first."""
-    return list(dict.fromkeys([*pd.read_csv(folder / CLAIMS_FILE)["artifact"], *_table_ids(folder, artifacts)]))
+def _collected_artifacts(claims: pd.DataFrame, folder: Path, artifacts: dict[str, dict]) -> list[str]:
+    """The artifacts a collected study's folder has claims (its claims.csv, `claims`) or a table of, those with
+    claims first."""
+    return list(dict.fromkeys([*claims["artifact"], *_table_ids(folder, artifacts)]))
 
 
 def _commits(provenance: dict) -> str:
@@ -162,7 +164,7 @@ def fidelity_document(results: Path, shown_as: str) -> str:
     for folder in sorted(path.parent for path in results.glob(f"*/*/{PROVENANCE_FILE}")):
         lines, counts = study_section(folder, artifacts)
         sections += lines
-        collected.setdefault(folder.parent, set()).update(_collected_artifacts(folder, artifacts))
+        collected.setdefault(folder.parent, set()).update(counts["artifacts"])
         summary.append(
             f"| {counts['study']} | {counts['scale']} | {counts['runs']} | {counts['train_seconds'] / 3600:.2f} h | "
             f"{counts['hold']} of {counts['claims']} | "
