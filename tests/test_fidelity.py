@@ -72,8 +72,8 @@ def test_a_claim_the_runs_cannot_show_is_not_checked(tmp_path: Path) -> None:
 def uci_metrics(tmp_path: Path, study: str, nll: dict[tuple[str, str], list[float]]) -> ArtifactContext:
     """A thesis study's tidy CSV of test NLLs (original units) per (method, dataset) over splits 0, 1, ..."""
     rows = [
-        {"study": study, "method": method, "dataset": dataset, "split": split, "seed": 0,
-         "metric": "test_nll_original", "value": value}
+        {"study": study, "run": f"{method}/{dataset}/split={split}/seed=0", "method": method, "dataset": dataset,
+         "split": split, "seed": 0, "metric": "test_nll_original", "value": value}
         for (method, dataset), values in nll.items()
         for split, value in enumerate(values)
     ]  # fmt: skip

@@ -61,10 +61,13 @@ def test_the_study_has_a_grid_per_scale_and_draws_its_four_tables() -> None:
     counts = {scale: len(study.runs(scale)) for scale in SCALES}
     assert counts["smoke"] < counts["default"] < counts["paper"]
     paper = study.runs("paper")
-    uci = [run for run in paper if run.dataset.startswith("uci_")]
+    uci = [run for run in paper if run.dataset.startswith("uci_") and dict(run.hparams)["train.epochs"] == 100]
     names = ("boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine")
     assert {run.dataset for run in uci} == {f"uci_{name}" for name in names}
     assert len(uci) == 4 * (7 * 20 + 5)  # four methods; 20 standard splits, protein's 5
+    longer = [run for run in paper if run.dataset.startswith("uci_") and run not in uci]
+    assert len(longer) == 2 * 2 * 5 * 2  # sensitivity_epochs: BEDL(-PAC), boston/energy, splits 0-4, 300/1000 epochs
+    assert all(run not in study.runs(scale) for run in longer for scale in ("smoke", "default"))
     assert study.artifacts == ("thesis/table5.1", "thesis/table5.2", "thesis/table5.3", "thesis/table5.4")
     table52 = implementation("thesis/table5.2")
     ood_runs = [run for run in paper if "@lenet5" in run.method]
@@ -167,12 +170,14 @@ def metrics_file(tmp_path: Path, rows: list[dict]) -> Path:
 def test_table_5_1_is_the_mean_and_standard_error_of_the_log_likelihood_over_splits(tmp_path: Path) -> None:
     nll = {"bedl": [1.0, 1.2, 1.7], "varout": [2.0, 2.5, 3.0], "bedl_pac@protein": [0.5, 0.7, 0.6]}
     rows = [
-        {"method": method, "dataset": "uci_protein" if "protein" in method else "uci_boston", "split": split,
-         "seed": 0, "metric": metric, "value": value if metric == "test_nll_original" else 9.0}
+        {"run": f"{method}/{split}", "method": method,
+         "dataset": "uci_protein" if "protein" in method else "uci_boston", "split": split, "seed": 0,
+         "metric": metric, "value": value if metric == "test_nll_original" else 9.0}
         for method, values in nll.items() for split, value in enumerate(values)
         for metric in ("test_nll_original", "test_nll")
     ]  # fmt: skip
-    image_run = {"method": "bedl@lenet5", "dataset": "mnist", "split": 0, "seed": 0, "metric": "test_nll_original"}
+    image_run = {"run": "bedl@lenet5/0", "method": "bedl@lenet5", "dataset": "mnist",
+                 "split": 0, "seed": 0, "metric": "test_nll_original"}
     rows.append({**image_run, "value": 0.1})  # not a UCI cell
     table = uci_log_likelihood(ArtifactContext(STUDY, "smoke", metrics_file(tmp_path, rows)))
     got = cells(table)
@@ -184,6 +189,19 @@ def test_table_5_1_is_the_mean_and_standard_error_of_the_log_likelihood_over_spl
     assert bedl.n_runs == 3
     assert got["BEDL-PAC", "protein"].ours == pytest.approx(-0.6)
     assert not {"Sparse GP", "MC Dropout", "PBP", "DVI"} & set(table["row"])  # cited rows: published only
+
+
+def test_table_5_1_leaves_out_the_training_lengths_of_the_sensitivity_grid(tmp_path: Path) -> None:
+    runs = [run for run in load_study(STUDY).runs("paper") if run.method == "bedl" and run.dataset == "uci_energy"]
+    nll = {100: 1.5, 300: 1.2, 1000: 0.9}
+    rows = [{"run": run.id, "method": run.method, "dataset": run.dataset, "split": dict(run.hparams)["dataset.split"],
+             "seed": 0, "metric": "test_nll_original", "value": nll[dict(run.hparams)["train.epochs"]]}
+            for run in runs]  # fmt: skip
+    assert {row["value"] for row in rows} == set(nll.values())
+    table = uci_log_likelihood(ArtifactContext(STUDY, "paper", metrics_file(tmp_path, rows)))
+    bedl = cells(table)["BEDL", "energy"]
+    assert bedl.ours == pytest.approx(-1.5) and bedl.n_runs == 20  # the thesis' 100 epochs, all 20 splits
+    assert "100 epochs" in implementation("thesis/table5.1").note("paper")
 
 
 def eval_files(tmp_path: Path, values: dict[tuple[str, str, int], tuple[float, float]]) -> list[Path]:
