@@ -1,8 +1,11 @@
 """Write artifacts to disk: figures as PDF and PNG, tables as CSV, Markdown and LaTeX, and what was checked
 against the paper as JSON.
 
-A table puts ours beside the published numbers of the catalog: the difference, and whether ours lies
-within the published error (|ours - published| <= published error). Every figure names its scale in its
+A table puts ours beside the published numbers of the catalog: the difference, and each cell's verdict under the
+rule of `bnnrepro.artifacts.verdict_rules` (agrees, differs, undetermined, not judged). A cell whose numbers
+coincide with another row's in the same column (two models that are one at the stated settings) is flagged and
+counted once; a cell that averages fewer settings than the paper's (the draw function's `partial` column) is never
+counted as agreeing. Every figure names its scale in its
 lower right corner, so that a figure copied out of reports/ (which holds the last-built scale) says what it is.
 """
 
@@ -20,12 +23,22 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from bnnrepro.artifacts.registry import catalog_entry  # noqa: E402
+from bnnrepro.artifacts.verdict_rules import (  # noqa: E402
+    AGREES,
+    CELL_VERDICTS,
+    UNDETERMINED,
+    cell_verdict,
+    our_standard_error,
+    spread_of,
+)  # fmt: skip
 from bnnrepro.files import write_atomic  # noqa: E402
 
 TABLE_COLUMNS = [
     "row", "column", "ours", "ours_error", "n_runs", "published", "published_error",
-    "difference", "within_published_error", "standin",
+    "difference", "verdict", "p_value", "coincides_with", "partial", "standin",
 ]  # fmt: skip
+COINCIDE_DIGITS = 4
+"""Cells of two rows whose mean and error agree to this many significant digits are one result counted once."""
 
 
 def standard_deviation(values: pd.Series) -> float:
@@ -51,43 +64,68 @@ def save_figure(fig: Figure, pdf: Path, png: Path) -> None:
 
 
 def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) -> pd.DataFrame:
-    """Outer join of our cells with the published ones on (row, column)."""
-    published = catalog_entry(artifact_id).get("published", {}).get("values", [])
+    """Outer join of our cells with the published ones on (row, column), each judged by the cell rule."""
+    published_block = catalog_entry(artifact_id).get("published", {})
     paper = pd.DataFrame(
         [
             {"row": v["row"], "column": v["column"], "published": v["value"], "published_error": v["error"]}
-            for v in published
+            for v in published_block.get("values", [])
         ],
         columns=["row", "column", "published", "published_error"],
     )
     # numeric even where the paper gives no error at all (thesis Tables 5.2, 5.3: every error is null)
     paper["published_error"] = pd.to_numeric(paper["published_error"])
+    ours = ours.assign(partial=ours.get("partial", None))
     table = paper.merge(ours, on=["row", "column"], how="outer", sort=False)
     # the published order first, then our cells that the paper lacks in the order we made them
     keys = [*zip(paper["row"], paper["column"], strict=True), *zip(ours["row"], ours["column"], strict=True)]
     order = {key: i for i, key in reversed(list(enumerate(keys)))}
     table["order"] = [order[key] for key in zip(table["row"], table["column"], strict=True)]
     table = table.sort_values("order", kind="stable").drop(columns="order").reset_index(drop=True)
-    table["difference"] = pd.to_numeric(table["ours"], errors="coerce") - table["published"]
-    known = table["published_error"].notna() & table["ours"].notna()
-    within = table["difference"].abs() <= table["published_error"]
-    table["within_published_error"] = [bool(w) if k else None for w, k in zip(within, known, strict=True)]
+    table["ours"] = pd.to_numeric(table["ours"], errors="coerce")
+    table["difference"] = table["ours"] - table["published"]
+    table["coincides_with"] = _coinciding_rows(table)
+    spread = spread_of(published_block)
+    verdicts = [
+        cell_verdict(row.ours, our_standard_error(row.ours_error, row.n_runs, spread), row.n_runs, row.published,
+                     row.published_error, spread)
+        for row in table.itertuples()
+    ]  # fmt: skip
+    table["verdict"] = [v.label for v in verdicts]
+    table["p_value"] = [v.p_value for v in verdicts]
+    partial = table["partial"].notna() & (table["verdict"] == AGREES)
+    table.loc[partial, "verdict"] = UNDETERMINED  # an average over fewer settings than the paper's never agrees
     table["n_runs"] = table["n_runs"].astype("Int64")
     table["standin"] = standin
     return table[TABLE_COLUMNS]
 
 
-def within_error_counts(table: pd.DataFrame) -> dict[str, int]:
-    """How many of a comparison table's cells lie within the published error, outside it, or have ours and a
-    published value but no published error to judge by."""
-    known = table["within_published_error"].dropna().astype(bool)
-    both = table["ours"].notna() & table["published"].notna()
-    return {"within": int(known.sum()), "outside": int((~known).sum()), "no_error": int(both.sum() - len(known))}
+def _coinciding_rows(table: pd.DataFrame) -> list[str | None]:
+    """For each cell, the earlier row of its column whose mean and error equal its own to `COINCIDE_DIGITS`
+    significant digits (the same model under two names), or None."""
+    seen: dict[tuple, str] = {}
+    flags = []
+    for row in table.itertuples():
+        if pd.isna(row.ours):
+            flags.append(None)
+            continue
+        key = (row.column, *(float(f"{v:.{COINCIDE_DIGITS}g}") if not pd.isna(v) else None
+                             for v in (row.ours, row.ours_error)))  # fmt: skip
+        flags.append(seen.get(key))
+        seen.setdefault(key, row.row)
+    return flags
+
+
+def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
+    """How many of a comparison table's cells with ours and a published value the cell rule finds in each verdict
+    (`CELL_VERDICTS`), a cell that coincides with another row's counted once."""
+    counted = table[table["ours"].notna() & table["published"].notna() & table["coincides_with"].isna()]
+    return {label: int((counted["verdict"] == label).sum()) for label in CELL_VERDICTS}
 
 
 def save_checks(path: Path, claims: list[dict], table: pd.DataFrame | None) -> None:
     """The artifact's caption claims as checked ({claim, holds, evidence}) and, for a table, its cell counts."""
-    checks = {"claims": claims, "cells": within_error_counts(table) if table is not None else None}
+    checks = {"claims": claims, "cells": verdict_counts(table) if table is not None else None}
     write_atomic(path, lambda tmp: tmp.write_text(json.dumps(checks, indent=1, ensure_ascii=False)))
 
 

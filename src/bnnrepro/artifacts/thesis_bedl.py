@@ -103,18 +103,22 @@ def table51_note(scale: str) -> str:
 
 
 @table("thesis/table5.1", note=table51_note)
-def uci_log_likelihood(context: ArtifactContext) -> pd.DataFrame:
-    """Average test log-likelihood (-test_nll_original) per method and dataset, mean ± standard error over splits."""
+def uci_log_likelihood_runs(context: ArtifactContext) -> pd.DataFrame:
+    """Table 5.1's runs: one row per run with its method's `base`, `dataset`, `split` and test log-likelihood
+    (`value`, -test_nll_original)."""
     rows = context.metric("test_nll_original").copy()
     rows = rows[rows["dataset"].str.startswith(UCI_PREFIX) & ~rows["run"].isin(_not_table51_runs(context.scale))]
     rows["base"] = rows["method"].map(method_base)
-    rows = rows[rows["base"].isin(UCI_METHODS)]
+    return rows[rows["base"].isin(UCI_METHODS)].assign(value=lambda frame: -frame["value"])
+
+
+def uci_log_likelihood(context: ArtifactContext) -> pd.DataFrame:
+    """Average test log-likelihood (-test_nll_original) per method and dataset, mean ± standard error over splits."""
     cells = []
-    for (base, dataset), group in rows.groupby(["base", "dataset"], sort=False):
-        log_likelihood = -group["value"]
+    for (base, dataset), group in uci_log_likelihood_runs(context).groupby(["base", "dataset"], sort=False):
         cells.append({
-            "row": ROWS[base], "column": dataset.removeprefix(UCI_PREFIX), "ours": float(log_likelihood.mean()),
-            "ours_error": standard_error(log_likelihood), "n_runs": len(group),
+            "row": ROWS[base], "column": dataset.removeprefix(UCI_PREFIX), "ours": float(group["value"].mean()),
+            "ours_error": standard_error(group["value"]), "n_runs": len(group),
         })  # fmt: skip
     return in_thesis_order(pd.DataFrame(cells, columns=CELL_COLUMNS), [ROWS[m] for m in UCI_METHODS], UCI_DATASETS)
 

@@ -69,6 +69,18 @@ def grid_runs(scale: str, grids: tuple[str, ...]) -> list[Run]:
     return replace(study, grids={name: study.grids[name] for name in grids}).runs(scale)
 
 
+def table_runs(
+    context: ArtifactContext, grids: tuple[str, ...], rows: dict[str, str], metrics: tuple[str, ...]
+) -> pd.DataFrame:
+    """The rows of `metrics` of the runs of `grids`, with the thesis' `row` (their methods -> `rows`) and `column`
+    (METRIC_COLUMNS); a run's repetition is its `seed`."""
+    ids = {run.id for run in grid_runs(context.scale, grids)}
+    runs = context.metrics[context.metrics["run"].isin(ids) & context.metrics["metric"].isin(metrics)].copy()
+    runs["row"] = runs["method"].map(rows)
+    runs["column"] = runs["metric"].map(METRIC_COLUMNS)
+    return runs[runs["row"].notna()]
+
+
 def table_cells(
     context: ArtifactContext,
     grids: tuple[str, ...],
@@ -78,11 +90,7 @@ def table_cells(
 ) -> pd.DataFrame:
     """Cells of `metrics` (METRIC_COLUMNS) of the runs of `grids` (their methods -> `rows`), mean ± `spread` over the
     repetitions, in the thesis' order."""
-    ids = {run.id for run in grid_runs(context.scale, grids)}
-    runs = context.metrics[context.metrics["run"].isin(ids) & context.metrics["metric"].isin(metrics)].copy()
-    runs["row"] = runs["method"].map(rows)
-    runs["column"] = runs["metric"].map(METRIC_COLUMNS)
-    cells = summarised_cells(runs[runs["row"].notna()], spread)
+    cells = summarised_cells(table_runs(context, grids, rows, metrics), spread)
     return in_thesis_order(cells, list(rows.values()), [METRIC_COLUMNS[metric] for metric in metrics])
 
 

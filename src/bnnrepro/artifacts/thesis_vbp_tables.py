@@ -145,13 +145,18 @@ def _subset_note(scale: str, nets: tuple[str, ...]) -> str:
 # Table 3.1 -----------------------------------------------------------------------------------------------------
 
 
-def uci_log_likelihood(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Test log-likelihood per test point in the original target units (minus the Gaussian predictive NLL,
-    `test_nll_original`), mean ± standard error over the splits, for VarOut and VBP per UCI set."""
+def uci_log_likelihood_runs(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Table 3.1's runs: test log-likelihood per test point in the original target units (minus the Gaussian
+    predictive NLL, `test_nll_original`) as `value`, with the thesis' `row` and `column` and the run's `split`."""
     rows = _labelled(metrics, "test_nll_original", ("", "protein"), UCI_METHODS)
     rows = rows[rows["dataset"].isin(list(UCI_LABELS))].copy()
     rows["column"], rows["value"] = rows["dataset"].map(UCI_LABELS), -rows["value"]
-    return _summary(rows, standard_error)
+    return rows
+
+
+def uci_log_likelihood(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Test log-likelihood per UCI set, mean ± standard error over the splits, for VarOut and VBP."""
+    return _summary(uci_log_likelihood_runs(metrics), standard_error)
 
 
 def table31_note(scale: str) -> str:

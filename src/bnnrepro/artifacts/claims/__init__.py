@@ -3,7 +3,10 @@
 A claim is registered against an artifact id with the caption's words and a check: a function of the same
 `ArtifactContext` the artifact's draw function reads (with the study's tidy metrics always available) that returns
 whether the claim holds and the numbers it rests on. The criterion each check applies to words such as "best" or
-"roughly 4" is in its docstring.
+"roughly 4" is in its docstring. A comparison is decided over all repetitions by the paired rule of
+`bnnrepro.artifacts.verdict_rules`: a claim *holds* (the stated direction significant), is *contradicted* (the other
+direction significant) or is *not resolved*; a factor claim states its interval. `text` is the paper's words; a
+paraphrase starts with `PARAPHRASE`.
 
 The claims about the artifacts of `bnnrepro.artifacts.<name>` live in `bnnrepro.artifacts.claims.<name>`, so that
 the job drawing an artifact checks its claims by importing its own modules only (`claims_of`), and an edit to one
@@ -17,17 +20,39 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import artifact_modules, drawing_modules
+from bnnrepro.artifacts.verdict_rules import CONTRADICTED, HOLDS, NOT_RESOLVED, all_of, paired_comparison
+
+PARAPHRASE = "(paraphrase) "
+"""How a claim's text starts where it restates the paper rather than quoting it."""
 
 
 @dataclass(frozen=True)
 class Outcome:
-    holds: bool | None  # None: the runs at hand cannot show it (the evidence says what is missing)
+    """holds: True (the claim holds), False (contradicted), None (not resolved, or not checked where `checked` is
+    False: the runs at hand cannot show it and the evidence says what is missing)."""
+
+    holds: bool | None
     evidence: str
+    checked: bool = True
+
+    @property
+    def status(self) -> str:
+        if not self.checked:
+            return NOT_CHECKED
+        return {True: HOLDS, False: CONTRADICTED, None: NOT_RESOLVED}[self.holds]
+
+    @classmethod
+    def decided(cls, status: str, evidence: str) -> Outcome:
+        """The outcome of a claim decided by the paired rule (`HOLDS`, `CONTRADICTED` or `NOT_RESOLVED`)."""
+        return cls({HOLDS: True, CONTRADICTED: False, NOT_RESOLVED: None}[status], evidence)
+
+
+NOT_CHECKED = "not checked"
+CLAIM_STATUSES = (HOLDS, CONTRADICTED, NOT_RESOLVED, NOT_CHECKED)
 
 
 class NotCheckable(ValueError):
@@ -87,12 +112,7 @@ def check(claim: Claim, context: ArtifactContext) -> Outcome:
     try:
         return claim.check(context)
     except NotCheckable as reason:
-        return Outcome(None, str(reason))
-
-
-def spearman(x: pd.Series, y: pd.Series) -> float:
-    """Spearman's rank correlation (Pearson's on average ranks)."""
-    return float(np.corrcoef(x.rank(), y.rank())[0, 1])
+        return Outcome(None, str(reason), checked=False)
 
 
 def own_cells(table: pd.DataFrame, rows: tuple[str, ...]) -> pd.DataFrame:
@@ -102,3 +122,18 @@ def own_cells(table: pd.DataFrame, rows: tuple[str, ...]) -> pd.DataFrame:
     require(bool(both.any()), f"data set with runs of all of {', '.join(rows)}")
     cells = cells[cells["column"].isin(both[both].index)]
     return cells.pivot(index="column", columns="row", values=["ours", "ours_error"])
+
+
+def repetitions(rows: pd.DataFrame, by: str, within: tuple[str, ...] = ("method",)) -> pd.DataFrame:
+    """A metric's values as [repetition (`by`: seed, split) x `within` (method, ...)], averaged over any other
+    column, so that each column pairs with the others by repetition."""
+    return rows.pivot_table(index=by, columns=list(within) if len(within) > 1 else within[0], values="value")
+
+
+def compare_all(pairs: list[tuple[str, pd.Series, pd.Series]], stated: str, margin: float = 0.0) -> Outcome:
+    """A claim that each (label, first, second) pair of repetition series holds in the `stated` direction (see
+    `paired_comparison`); the evidence lists each comparison's mean difference and p."""
+    require(bool(pairs), "pair of results to compare")
+    comparisons = [(label, paired_comparison(first, second, stated, margin)) for label, first, second in pairs]
+    listed = "; ".join(f"{label}: {c.status} ({c.describe()})" for label, c in comparisons)
+    return Outcome.decided(all_of([c.status for _, c in comparisons]), listed)

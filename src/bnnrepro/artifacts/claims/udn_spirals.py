@@ -5,97 +5,114 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from bnnrepro.artifacts.claims import Outcome, claim, require, spearman
+from bnnrepro.artifacts.claims import Outcome, claim, compare_all, repetitions, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.udn_spirals import theorem_bound_gaps
+from bnnrepro.artifacts.verdict_rules import CONTRADICTED, HOLDS, LEVEL, NOT_RESOLVED, all_of
 
 
-def _spiral_accuracy(context: ArtifactContext, lr: float) -> pd.DataFrame:
-    """Mean test accuracy per (method, omega) at one learning rate."""
+def _seed_accuracy(context: ArtifactContext, lr: float) -> pd.DataFrame:
+    """Test accuracy as [seed x (method, omega)] at one learning rate."""
     rows = context.metric("test_accuracy")
     rows = rows[np.isclose(rows["lr"], lr)]
     require(not rows.empty, f"run at learning rate {lr}")
-    return rows.groupby(["method", "omega"])["value"].mean().unstack("omega")
+    return repetitions(rows, "seed", ("method", "omega"))
 
 
 @claim("udn/fig3a", "The UDN achieves the best accuracy for every dataset.")
 def udn_best_at_every_omega(context: ArtifactContext) -> Outcome:
-    """Holds when, at every omega, the UDN's mean accuracy over seeds is at least the best other model's minus one
-    percentage point (the paper's bands overlap at small omega, where every model is near 100%)."""
-    accuracy = _spiral_accuracy(context, 0.005)
-    require("udn" in accuracy.index and len(accuracy) > 1, "UDN run and another model's")
-    margin = accuracy.loc["udn"] - accuracy.drop(index="udn").max()
-    best = int((margin >= -0.01).sum())
-    worst = margin.idxmin()
-    return Outcome(
-        best == len(margin),
-        f"UDN best (within 1 point) at {best} of {len(margin)} omegas; largest shortfall "
-        f"{-100 * min(margin.min(), 0):.1f} points at omega={worst:g}",
-    )
+    """At every omega, the UDN's accuracy against each other model's, paired by seed (`compare_all`): holds when
+    the UDN is significantly more accurate than every other model at every omega. Where all are near 100% the
+    difference cannot be significant, and the claim is not resolved."""
+    accuracy = _seed_accuracy(context, 0.005)
+    methods = accuracy.columns.get_level_values("method").unique()
+    require("udn" in methods and len(methods) > 1, "UDN run and another model's")
+    omegas = sorted(accuracy["udn"].columns)
+    pairs = [(f"omega={omega:g} vs {other}", accuracy["udn"][omega], accuracy[other][omega])
+             for omega in omegas for other in methods.drop("udn") if omega in accuracy[other]]  # fmt: skip
+    outcome = compare_all(pairs, "greater")
+    statuses = outcome.evidence.split("; ")
+    held = sum(s.split(": ")[1].startswith("holds") for s in statuses)
+    lost = [s.split(" (")[0] for s in statuses if ": contradicted" in s]
+    return Outcome(outcome.holds, f"UDN significantly best in {held} of {len(pairs)} comparisons (omega x model); "
+                   f"significantly behind in {len(lost)}" + (f": {', '.join(lost)}" if lost else ""))  # fmt: skip
+
+
+def _omega_trend(rows: pd.DataFrame, stated: str) -> tuple[str, str]:
+    """Spearman's rank correlation of omega with the runs' values, tested one-sided in the `stated` direction
+    ("greater" or "less") and in the other: holds, contradicted or not resolved; and its description."""
+    if rows["omega"].nunique() < 2 or len(rows) < 3:
+        return NOT_RESOLVED, "fewer than two omegas"
+    forward = stats.spearmanr(rows["omega"], rows["value"], alternative=stated)
+    backward = stats.spearmanr(rows["omega"], rows["value"], alternative="less" if stated == "greater" else "greater")
+    status = HOLDS if forward.pvalue < LEVEL else CONTRADICTED if backward.pvalue < LEVEL else NOT_RESOLVED
+    return status, f"Spearman {forward.statistic:+.2f} over {len(rows)} runs (one-sided p {forward.pvalue:.2g})"
 
 
 @claim("udn/fig3a", "For all models, the accuracy decreases when omega increases.")
 def accuracy_falls_with_omega(context: ArtifactContext) -> Outcome:
-    """Holds when every model's mean accuracy has a negative rank correlation with omega."""
-    accuracy = _spiral_accuracy(context, 0.005)
-    require(accuracy.shape[1] > 1, "second omega")
-    correlations = {m: spearman(pd.Series(row.index), pd.Series(row.values)) for m, row in accuracy.iterrows()}
-    listed = ", ".join(f"{m} {r:+.2f}" for m, r in correlations.items())
-    return Outcome(all(r < 0 for r in correlations.values()), f"Spearman(omega, accuracy): {listed}")
+    """Holds when every model's accuracy over its runs (every seed and omega) has a significantly negative rank
+    correlation with omega (Spearman, one-sided, `LEVEL`)."""
+    rows = context.metric("test_accuracy")
+    rows = rows[np.isclose(rows["lr"], 0.005)]
+    require(rows["omega"].nunique() > 1, "second omega")
+    trends = {m: _omega_trend(group, "less") for m, group in rows.groupby("method")}
+    listed = ", ".join(f"{m} {status}: {text}" for m, (status, text) in trends.items())
+    return Outcome.decided(all_of([status for status, _ in trends.values()]), listed)
 
 
 @claim("udn/fig3b", "The UDN becomes deeper when the complexity increases.")
 def udn_deepens_with_omega(context: ArtifactContext) -> Outcome:
-    """Holds when the UDN's posterior mean depth E_q[l] (every run at lr 0.005) has a positive rank correlation
-    with omega."""
+    """Holds when the UDN's posterior mean depth E_q[l] (every run at lr 0.005) has a significantly positive rank
+    correlation with omega (Spearman, one-sided, `LEVEL`)."""
     rows = context.metric("expected_depth")
     rows = rows[(rows["method"] == "udn") & np.isclose(rows["lr"], 0.005)]
     require(rows["omega"].nunique() > 1, "UDN runs at two omegas")
-    depth = rows.groupby("omega")["value"].mean()
-    r = spearman(rows["omega"], rows["value"])
-    means = ", ".join(f"{omega:g}: {value:.1f}" for omega, value in depth.items())
-    return Outcome(r > 0, f"Spearman {r:+.2f}; mean E_q[l] by omega {means}")
+    status, text = _omega_trend(rows, "greater")
+    means = ", ".join(f"{omega:g}: {value:.1f}" for omega, value in rows.groupby("omega")["value"].mean().items())
+    return Outcome.decided(status, f"{text}; mean E_q[l] by omega {means}")
 
 
-def _average_accuracy(context: ArtifactContext) -> pd.Series:
-    """Test accuracy averaged over omega, mean over seeds, per method (Table 1, lr 0.005)."""
-    return _spiral_accuracy(context, 0.005).mean(axis=1)
+def _average_accuracy(context: ArtifactContext) -> pd.DataFrame:
+    """Test accuracy averaged over the omegas every model ran, as [seed x method] (Table 1, lr 0.005)."""
+    accuracy = _seed_accuracy(context, 0.005)
+    shared = set.intersection(*(set(accuracy[m].columns) for m in accuracy.columns.get_level_values("method")))
+    require(bool(shared), "omega that every model ran")
+    kept = accuracy.loc[:, accuracy.columns.get_level_values("omega").isin(shared)]
+    return kept.T.groupby(level="method").mean().T
 
 
 @claim("udn/table1", "The UDN outperforms all the other models.")
 def udn_best_on_average(context: ArtifactContext) -> Outcome:
-    """Holds when the UDN's omega-averaged accuracy is the highest of the study's models."""
-    average = _average_accuracy(context).sort_values(ascending=False)
-    require("udn" in average.index and len(average) > 1, "UDN run and another model's")
-    listed = ", ".join(f"{m} {100 * v:.1f}" for m, v in average.items())
-    return Outcome(average.index[0] == "udn", f"average accuracy (%): {listed}")
+    """Holds when the UDN's omega-averaged accuracy (the omegas every model ran) is significantly above each other
+    model's, paired by seed."""
+    average = _average_accuracy(context)
+    require("udn" in average.columns and average.shape[1] > 1, "UDN run and another model's")
+    return compare_all([(f"UDN vs {m}", average["udn"], average[m]) for m in average.columns.drop("udn")], "greater")
 
 
 @claim("udn/table1", "DUN-10 beats each Omega_L.")
 def dun_beats_each_finite_network(context: ArtifactContext) -> Outcome:
-    """Holds when DUN-10's omega-averaged accuracy exceeds that of every finite network Omega_L of the study."""
+    """Holds when DUN-10's omega-averaged accuracy is significantly above each finite network Omega_L's, paired by
+    seed."""
     average = _average_accuracy(context)
-    finite = average[average.index.str.startswith("finite_")]
-    require("dun_10" in average.index and len(finite) > 0, "DUN-10 run and finite network's")
-    listed = ", ".join(f"{m} {100 * v:.1f}" for m, v in finite.items())
-    return Outcome(bool((average["dun_10"] > finite).all()), f"DUN-10 {100 * average['dun_10']:.1f}% vs {listed}")
+    finite = [m for m in average.columns if m.startswith("finite_")]
+    require("dun_10" in average.columns and bool(finite), "DUN-10 run and finite network's")
+    return compare_all([(f"DUN-10 vs {m}", average["dun_10"], average[m]) for m in finite], "greater")
 
 
 @claim("udn/fig6", "The deep finite models (L >= 5) are sensitive to a higher learning rate; the UDN is robust.")
 def deep_networks_sensitive_to_learning_rate(context: ArtifactContext) -> Outcome:
-    """Holds when every finite network with L >= 5 loses more accuracy from lr 0.005 to 0.01 than the UDN does,
-    averaged over the omegas run at both learning rates."""
-    slow, fast = _spiral_accuracy(context, 0.005), _spiral_accuracy(context, 0.01)
-    omegas = slow.columns.intersection(fast.columns)
-    drop = (slow[omegas].mean(axis=1) - fast[omegas].mean(axis=1)).dropna()
-    deep = drop[[m for m in drop.index if m.startswith("finite_") and int(m.split("_")[1]) >= 5]]
-    require("udn" in drop.index and len(deep) > 0, "UDN and deep finite network (L >= 5) at both learning rates")
-    listed = ", ".join(f"{m} {100 * v:+.1f}" for m, v in drop.items())
-    shared = ", ".join(f"{omega:g}" for omega in omegas)
-    return Outcome(
-        bool((deep > drop["udn"]).all()), f"accuracy lost at lr 0.01 (points, omega in {{{shared}}}): {listed}"
-    )
+    """Each model's accuracy lost from lr 0.005 to 0.01, per seed, averaged over the omegas run at both: holds when
+    every finite network with L >= 5 loses significantly more than the UDN, paired by seed."""
+    slow, fast = _seed_accuracy(context, 0.005), _seed_accuracy(context, 0.01)
+    shared = slow.columns.intersection(fast.columns)
+    drop = (slow[shared] - fast[shared]).T.groupby(level="method").mean().T
+    deep = [m for m in drop.columns if m.startswith("finite_") and int(m.split("_")[1]) >= 5]
+    require("udn" in drop.columns and bool(deep), "UDN and deep finite network (L >= 5) at both learning rates")
+    return compare_all([(f"{m} vs UDN (accuracy lost)", drop[m], drop["udn"]) for m in deep], "greater")
 
 
 @claim("udn/fig5", "We observe that delta_k >= 0.")

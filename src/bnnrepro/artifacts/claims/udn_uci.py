@@ -3,55 +3,77 @@
 from __future__ import annotations
 
 import pandas as pd
+from scipy import stats
 
-from bnnrepro.artifacts.claims import Outcome, claim, require
+from bnnrepro.artifacts.claims import Outcome, claim, compare_all, repetitions, require
 from bnnrepro.artifacts.context import ArtifactContext
+from bnnrepro.artifacts.verdict_rules import CONTRADICTED, HOLDS, LEVEL, NOT_RESOLVED, all_of
 
 UCI_SHALLOW, UCI_DEEP = ("yacht", "boston", "energy", "concrete", "power"), ("wine", "naval", "kin8nm", "protein")
 
 
-def _uci_depth(context: ArtifactContext) -> pd.Series:
+def _uci_depth(context: ArtifactContext) -> dict[str, pd.Series]:
+    """{data set: the UDN's E_q[l] per split}."""
     rows = context.metric("expected_depth")
     rows = rows[rows["method"] == "udn"]
-    return rows.groupby(rows["dataset"].str.removeprefix("uci_"))["value"].mean()
+    return {d.removeprefix("uci_"): group.set_index("split")["value"] for d, group in rows.groupby("dataset")}
+
+
+def _one_sided(result, other) -> str:
+    return HOLDS if result.pvalue < LEVEL else CONTRADICTED if other.pvalue < LEVEL else NOT_RESOLVED
 
 
 @claim("udn/fig8", "For yacht, boston, energy, concrete and power the posterior E_q[l] is lower than two.")
 def udn_shallow_on_easy_uci(context: ArtifactContext) -> Outcome:
-    """Holds when the UDN's mean E_q[l] (at the selected epoch, over splits) is < 2 on each of these sets run."""
-    depth = _uci_depth(context)
-    shallow = depth[depth.index.isin(UCI_SHALLOW)]
-    require(len(shallow) > 0, "UDN run on yacht, boston, energy, concrete or power")
-    listed = ", ".join(f"{d} {v:.2f}" for d, v in shallow.items())
-    return Outcome(bool((shallow < 2).all()), f"mean E_q[l]: {listed}")
+    """Holds when on each of these sets run the UDN's E_q[l] (at the selected epoch) is significantly below 2 over
+    the splits (one-sample t-test, one-sided); contradicted when on one it is significantly above."""
+    depth = {d: v for d, v in _uci_depth(context).items() if d in UCI_SHALLOW}
+    require(bool(depth), "UDN run on yacht, boston, energy, concrete or power")
+    statuses = {
+        d: _one_sided(stats.ttest_1samp(v, 2, alternative="less"), stats.ttest_1samp(v, 2, alternative="greater"))
+        if len(v) > 1 else NOT_RESOLVED
+        for d, v in depth.items()
+    }  # fmt: skip
+    listed = ", ".join(f"{d} {depth[d].mean():.2f} ({s})" for d, s in statuses.items())
+    return Outcome.decided(all_of(list(statuses.values())), f"mean E_q[l] over splits: {listed}")
 
 
 @claim("udn/fig8", "On wine, naval, kin8nm and protein the UDN learns more layers.")
 def udn_deeper_on_hard_uci(context: ArtifactContext) -> Outcome:
-    """Holds when the UDN's mean E_q[l] on each of these sets run exceeds its largest on the first five."""
+    """Holds when the UDN's E_q[l] on each of these sets run is significantly above its E_q[l] on the deepest of the
+    first five (Welch's t-test over the splits, one-sided)."""
     depth = _uci_depth(context)
-    shallow, deep = depth[depth.index.isin(UCI_SHALLOW)], depth[depth.index.isin(UCI_DEEP)]
-    require(len(shallow) > 0 and len(deep) > 0, "UDN runs on a set of each group")
-    listed = ", ".join(f"{d} {v:.2f}" for d, v in deep.items())
-    return Outcome(bool((deep > shallow.max()).all()), f"mean E_q[l]: {listed} vs at most {shallow.max():.2f}")
+    shallow = {d: v for d, v in depth.items() if d in UCI_SHALLOW}
+    deep = {d: v for d, v in depth.items() if d in UCI_DEEP}
+    require(bool(shallow) and bool(deep), "UDN runs on a set of each group")
+    deepest = max(shallow, key=lambda d: shallow[d].mean())
+    statuses = {
+        d: _one_sided(stats.ttest_ind(v, shallow[deepest], equal_var=False, alternative="greater"),
+                      stats.ttest_ind(v, shallow[deepest], equal_var=False, alternative="less"))
+        for d, v in deep.items()
+    }  # fmt: skip
+    listed = ", ".join(f"{d} {deep[d].mean():.2f} ({s})" for d, s in statuses.items())
+    return Outcome.decided(all_of(list(statuses.values())), f"mean E_q[l]: {listed} vs {deepest} "
+                           f"{shallow[deepest].mean():.2f}")  # fmt: skip
+
+
+SIMILAR = 0.05
+"""'Similarly': the UDN's test RMSE at most this fraction above the best finite network's."""
 
 
 @claim("udn/fig8", "The UDN performs similarly to or better than the finite alternatives f2-f6.")
 def udn_competitive_on_uci(context: ArtifactContext) -> Outcome:
-    """Holds when on every set with runs of the UDN and of a finite network the UDN's mean test RMSE is at most the
-    best finite network's plus one standard error of the UDN's RMSE over splits (the other sets are left out)."""
+    """On every set with runs of the UDN and of a finite network: holds when the UDN's test RMSE is significantly
+    below (1 + `SIMILAR`) times the best finite network's (the one with the lowest mean), paired by split
+    (non-inferiority); contradicted when it is significantly above that on one set."""
     rows = context.metric("test_rmse_original")
-    stats = rows.groupby(["dataset", "method"])["value"].agg(["mean", "sem"]).fillna(0)
-    verdicts = []
-    for dataset, table in stats.groupby(level="dataset"):
-        table = table.droplevel("dataset")
-        if "udn" not in table.index or len(table) < 2:
+    pairs = []
+    for dataset, group in rows.groupby("dataset"):
+        values = repetitions(group, "split")
+        if "udn" not in values.columns or values.shape[1] < 2:
             continue
-        best_finite = table.drop(index="udn")["mean"].min()
-        udn = table.loc["udn"]
-        verdicts.append(
-            (dataset.removeprefix("uci_"), udn["mean"] <= best_finite + udn["sem"], udn["mean"], best_finite)
-        )
-    require(bool(verdicts), "set with runs of the UDN and of a finite network")
-    listed = ", ".join(f"{d} {u:.3g} vs {f:.3g}" for d, _, u, f in verdicts)
-    return Outcome(all(v for _, v, _, _ in verdicts), f"UDN vs best f_L test RMSE: {listed}")
+        best = values.drop(columns="udn").mean().idxmin()
+        margin = SIMILAR * float(values[best].mean())
+        pairs.append((f"{dataset.removeprefix('uci_')} udn vs {best}", values["udn"], values[best] + margin))
+    require(bool(pairs), "set with runs of the UDN and of a finite network")
+    return compare_all(pairs, "less")
