@@ -102,7 +102,6 @@ def table51_note(scale: str) -> str:
     )
 
 
-@table("thesis/table5.1", note=table51_note)
 def uci_log_likelihood_runs(context: ArtifactContext) -> pd.DataFrame:
     """Table 5.1's runs: one row per run with its method's `base`, `dataset`, `split` and test log-likelihood
     (`value`, -test_nll_original)."""
@@ -112,6 +111,7 @@ def uci_log_likelihood_runs(context: ArtifactContext) -> pd.DataFrame:
     return rows[rows["base"].isin(UCI_METHODS)].assign(value=lambda frame: -frame["value"])
 
 
+@table("thesis/table5.1", note=table51_note)
 def uci_log_likelihood(context: ArtifactContext) -> pd.DataFrame:
     """Average test log-likelihood (-test_nll_original) per method and dataset, mean ± standard error over splits."""
     cells = []

@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from bnnrepro.artifacts.claims import all_claims
+from bnnrepro.artifacts.claims import CLAIM_STATUSES, CONTRADICTED, HOLDS, NOT_CHECKED, NOT_RESOLVED, all_claims
 from bnnrepro.artifacts.registry import artifact_stem, catalog
+from bnnrepro.artifacts.render import verdict_counts
+from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS, DIFFERS
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
+from bnnrepro.fidelity.staleness import code_section
 from bnnrepro.files import read_yaml
 from bnnrepro.studies import available_studies, load_study
 
@@ -39,33 +42,36 @@ def _number(value: object, error: object = None, digits: int = 3) -> str:
     return text if error is None or pd.isna(error) else f"{text} ± {error:.2g}"
 
 
-def _is_true(column: pd.Series) -> pd.Series:
-    """A column of booleans read back from a CSV (as text or bool), as booleans."""
-    return column.astype(str) == "True"
-
-
 def _table_section(compared: pd.DataFrame) -> list[str]:
-    """Our cells that have a published number, beside it."""
+    """Our cells that have a published number, beside it, with the cell rule's verdict."""
     if compared.empty:
         return [
             "No cell of ours beside a published number (a generated table, or no runs of its part of the grid).",
             "",
         ]
-    lines = ["| row | column | ours | published | within the published error |", "|---|---|---|---|---|"]
-    within = _is_true(compared["within_published_error"])
-    for (_, row), cell_within in zip(compared.iterrows(), within, strict=True):
+    lines = ["| row | column | ours (n) | published | verdict |", "|---|---|---|---|---|"]
+    for _, row in compared.iterrows():
         ours, published = _number(row["ours"], row["ours_error"]), _number(row["published"], row["published_error"])
-        lines.append(f"| {_cell(row['row'])} | {_cell(row['column'])} | {ours} | {published} | "
-                     f"{'yes' if cell_within else 'no'} |")  # fmt: skip
-    within = within.sum()
-    return [*lines, "", f"{within} of {len(compared)} published numbers reproduced within their error.", ""]
+        runs = "" if pd.isna(row["n_runs"]) else f" ({int(row['n_runs'])})"
+        verdict = row["verdict"] if row["verdict"] != DIFFERS else f"**{DIFFERS}**"
+        notes = [f"p = {row['p_value']:.2g}"] if not pd.isna(row["p_value"]) else []
+        notes += [f"partial: {row['partial']}"] if not pd.isna(row["partial"]) else []
+        notes += [f"same as {row['coincides_with']}, counted once"] if not pd.isna(row["coincides_with"]) else []
+        lines.append(f"| {_cell(row['row'])} | {_cell(row['column'])} | {ours}{runs} | {published} | {verdict}"
+                     + (f" ({_cell('; '.join(notes))})" if notes else "") + " |")  # fmt: skip
+    counts = verdict_counts(compared)
+    counted = ", ".join(f"{counts[label]} {label}" for label in CELL_VERDICTS if counts[label])
+    return [*lines, "", f"Cells (rows that coincide counted once): {counted}.", ""]
+
+
+_STATUS_SHOWN = {HOLDS: "holds", CONTRADICTED: "**contradicted**", NOT_RESOLVED: "not resolved",
+                 NOT_CHECKED: "not checked"}  # fmt: skip
 
 
 def _claims_section(claims: pd.DataFrame, findings: dict) -> list[str]:
-    lines = ["| claim (the paper's words) | holds | our numbers |", "|---|---|---|"]
+    lines = ["| claim (the paper's words) | verdict | our numbers |", "|---|---|---|"]
     for _, row in claims.iterrows():
-        holds = "not checked" if pd.isna(row["holds"]) else "yes" if row["holds"] else "**no**"
-        lines.append(f"| {_cell(row['claim'])} | {holds} | {_cell(row['evidence'])} |")
+        lines.append(f"| {_cell(row['claim'])} | {_STATUS_SHOWN[row['status']]} | {_cell(row['evidence'])} |")
     notes = [f"- *{row['claim']}* {findings[row['claim']]}" for _, row in claims.iterrows() if row["claim"] in findings]
     return [*lines, "", *(["Why:", *notes, ""] if notes else [])]
 
@@ -84,9 +90,10 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         + f"; {provenance['machine']}; {_commits(provenance)}, {provenance['collected']}."
         + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
     ]  # fmt: skip
-    checked = _is_true(claims["holds"].dropna())
+    lines += code_section(folder)  # whether the code that trained its batches is the current code
     shown = _collected_artifacts(claims, folder, artifacts)
-    counts = {"claims": len(checked), "hold": int(checked.sum()), "cells": 0, "within": 0, "artifacts": shown}
+    counts = {"claims": claims["status"].value_counts().to_dict(), "cells": dict.fromkeys(CELL_VERDICTS, 0),
+              "artifacts": shown}  # fmt: skip
     for artifact_id in shown:
         lines += [f"### {artifact_id}: {artifacts[artifact_id]['title']}", ""]
         table_file = folder / TABLES / f"{artifact_stem(artifact_id)}.csv"
@@ -94,8 +101,8 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
             table = pd.read_csv(table_file)
             compared = table[table["published"].notna() & table["ours"].notna()]  # our cells beside published ones
             lines += _table_section(compared)
-            counts["cells"] += len(compared)
-            counts["within"] += int(_is_true(compared["within_published_error"]).sum())
+            for label, count in verdict_counts(compared).items():
+                counts["cells"][label] += count
             if "table" in findings.get(artifact_id, {}):
                 lines += [findings[artifact_id]["table"], ""]
         own = claims[claims["artifact"] == artifact_id]
@@ -156,20 +163,45 @@ def not_run_section(scale_folder: Path, collected: set[str], artifacts: dict[str
     return lines
 
 
+RULE_TEXT = [
+    "**The rule** (`src/bnnrepro/artifacts/verdict_rules.py`). A cell: ours (mean and standard error over our n runs)",
+    "against the published value, whose ± is read as a standard error from the kind and number of runs the paper",
+    "states (a standard deviation over n runs is divided by sqrt(n)). Welch's test at 5%: *differs* when it",
+    "separates the two; otherwise *undetermined* when we have one run, our standard error is over 3x the paper's, the",
+    "95% interval of the difference is wider than the published value, or the cell averages fewer settings than the",
+    "paper's (*partial*); else *agrees*. Cells of rows that coincide (one model under two names) count once; a cell",
+    "whose ± the paper does not explain (kind or number of runs unstated, no ±) is not judged. A comparison claim:",
+    "one-sided paired t-tests over the repetitions (seeds or splits) at 5%: *holds* when the stated direction is",
+    "significant, *contradicted* when the other is, *not resolved* otherwise; a claim about every setting holds when",
+    "each comparison holds and is contradicted when one is. A claim checked on run files that are not kept here",
+    "(evaluations) stays *not resolved* until its runs are collected again; its evidence says what the first rule",
+    "(the figure's one run) found.",
+]
+
+
 def fidelity_document(results: Path, shown_as: str) -> str:
     """The document of every study collected under `results` (<scale>/<study>/), a folder the document names
     `shown_as`."""
     artifacts = {entry["id"]: entry for entry in catalog()["artifacts"]}
     sections, summary, collected = [], [], {}
+    totals = {"claims": dict.fromkeys(CLAIM_STATUSES, 0), "cells": dict.fromkeys(CELL_VERDICTS, 0)}
     for folder in sorted(path.parent for path in results.glob(f"*/*/{PROVENANCE_FILE}")):
         lines, counts = study_section(folder, artifacts)
         sections += lines
         collected.setdefault(folder.parent, set()).update(counts["artifacts"])
+        claims = [counts["claims"].get(status, 0) for status in CLAIM_STATUSES[:3]]
+        cells = [counts["cells"][label] for label in CELL_VERDICTS[:3]]
+        for kind, labels in (("claims", CLAIM_STATUSES), ("cells", CELL_VERDICTS)):
+            for label in labels:
+                totals[kind][label] += counts[kind].get(label, 0)
         summary.append(
             f"| {counts['study']} | {counts['scale']} | {counts['runs']} | {counts['train_seconds'] / 3600:.2f} h | "
-            f"{counts['hold']} of {counts['claims']} | "
-            + (f"{counts['within']} of {counts['cells']}" if counts["cells"] else "–") + " |"
+            + " / ".join(map(str, claims)) + " | " + (" / ".join(map(str, cells)) if sum(cells) else "–") + " |"
         )  # fmt: skip
+    summary.append(
+        "| **all** | | | | " + " / ".join(str(totals["claims"][s]) for s in CLAIM_STATUSES[:3]) + " | "
+        + " / ".join(str(totals["cells"][label]) for label in CELL_VERDICTS[:3]) + " |"
+    )  # fmt: skip
     header = [
         "# Paper-scale results on a CPU",
         "",
@@ -193,8 +225,10 @@ def fidelity_document(results: Path, shown_as: str) -> str:
         "tables and claims are drawn again from all the runs (not for an artifact drawn from run files that the",
         "batches split: collect those from one tree).",
         "",
-        "| study | scale | runs | training (sum over runs) | claims that hold (of those checked) | published numbers "
-        "within error |",
+        *RULE_TEXT,
+        "",
+        "| study | scale | runs | training (sum over runs) | claims: hold / contradicted / not resolved | "
+        "published numbers: agree / differ / undetermined |",
         "|---|---|---|---|---|---|",
         *summary,
         "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bnnrepro.report.verdicts import VERDICTS
+from bnnrepro.report.verdicts import VERDICTS, claim_status
 
 NOT_DRAWN = "not drawn"
 
@@ -36,7 +36,7 @@ def summary_rows(manifest: dict) -> list[SummaryRow]:
             row.artifacts.append(artifact["id"])
             if artifact.get("verdict"):
                 row.verdicts[artifact["verdict"]].append(artifact["id"])
-            checked = [claim for claim in artifact.get("claims", []) if claim["holds"] is not None]
-            row.claims_checked += len(checked)
-            row.claims_holding += sum(bool(claim["holds"]) for claim in checked)
+            statuses = [claim_status(claim) for claim in artifact.get("claims", [])]
+            row.claims_checked += sum(status != "not checked" for status in statuses)
+            row.claims_holding += statuses.count("holds")
     return list(rows.values())

@@ -19,7 +19,7 @@ import typst
 
 from bnnrepro.files import write_atomic
 from bnnrepro.report.summary import NOT_DRAWN, summary_rows
-from bnnrepro.report.verdicts import VERDICTS
+from bnnrepro.report.verdicts import VERDICTS, claim_status
 
 # "reproduced" in the manifest says the artifact was drawn; whether it agrees with the paper is its verdict.
 STATUS_LABELS = {"reproduced": "drawn", "not yet reproduced": "not yet reproduced", "diagram": "diagram: no data"}
@@ -37,7 +37,7 @@ PREAMBLE = r"""
 
 #let status-color = ("reproduced": rgb("#1565c0"), "not yet reproduced": rgb("#c62828"), "diagram": luma(110))
 #let verdict-color = ("matches": rgb("#2e7d32"), "differs": rgb("#c62828"), "not comparable": luma(110))
-#let cell-fill = (within: rgb("#e8f5e9"), outside: rgb("#ffebee"))
+#let cell-fill = (agrees: rgb("#e8f5e9"), differs: rgb("#ffebee"), undetermined: rgb("#fff8e1"))
 
 #let badge(color, label) = box(
   fill: color.lighten(88%),
@@ -124,9 +124,11 @@ def _published_cell(row: pd.Series) -> str:
 _MAX_TABLE_COLUMNS = 8  # a wider table is shown transposed when that makes it narrower
 _NARROW_COLUMNS = 6  # a table with more columns is set in a smaller font
 _TABLE_LEGEND = (
-    "Each cell: ours (± standard error over n runs) and, below in grey, the paper's value. Green: ours within the "
-    "published error; red: outside it; uncoloured: no published error to judge by. The long form, with the "
-    "differences, is the table's CSV."
+    "Each cell: ours (± the paper's kind of error over n runs) and, below in grey, the paper's value. Green: agrees; "
+    "red: differs; amber: undetermined (Welch's test at 5% against the published value with its error read as a "
+    "standard error; undetermined when our uncertainty or the paper's is too wide to tell, or the cell averages "
+    "fewer settings than the paper's); uncoloured: no published error to judge by. The long form, with the "
+    "differences and p-values, is the table's CSV."
 )
 
 
@@ -139,8 +141,8 @@ def _paper_cell(row: pd.Series) -> str:
     lines = [ours]
     if _present(row["published"]):
         lines.append(f"text(size: 0.85em, fill: luma(90), {typst_str('paper ' + _published_cell(row))})")
-    within = row["within_published_error"]
-    fill = ("cell-fill.within" if _is_true(within) else "cell-fill.outside") if _present(within) else "none"
+    verdict = row["verdict"]
+    fill = f"cell-fill.{verdict}" if verdict in ("agrees", "differs", "undetermined") else "none"
     return f"table.cell(fill: {fill}, stack(dir: ttb, spacing: 2pt, {', '.join(lines)}))"
 
 
@@ -225,12 +227,13 @@ def drawn_by_text(drawn_by: dict) -> str:
     return f"{where} at commit {drawn_by['commit']}" + (" + local changes" if drawn_by["local_changes"] else "")
 
 
-_CLAIM_MARKS = {True: "✓ holds", False: "✗ does not hold", None: "– not checked"}
+_CLAIM_MARKS = {"holds": "✓ holds", "contradicted": "✗ contradicted", "not resolved": "? not resolved",
+                "not checked": "– not checked"}  # fmt: skip
 
 
 def claims_text(claims: list[dict]) -> str:
     """One line per caption claim: whether it holds on our results, the paper's words and the numbers behind it."""
-    return "\n".join(f"{_CLAIM_MARKS[c['holds']]}: {c['claim']} ({c['evidence']})" for c in claims)
+    return "\n".join(f"{_CLAIM_MARKS[claim_status(c)]}: {c['claim']} ({c['evidence']})" for c in claims)
 
 
 def _verdict(artifact: dict) -> str | None:
@@ -337,10 +340,16 @@ def _links(ids: list[str]) -> str:
 
 
 _SUMMARY_INTRO = (
-    "Drawn: the pipeline made the figure or table. Verdict: matches (every cell with a published error lies within "
-    "it and every caption claim the runs can check holds), differs (one does not), or not comparable (stand-in data, "
-    "a scale smaller than the paper's, or nothing to judge by); each entry says why. Claims: the caption's "
-    "qualitative claims checked on our results."
+    "Drawn: the pipeline made the figure or table. Verdict: matches (every judged cell agrees with its published "
+    "value and every caption claim the runs can check holds), differs (a cell differs or a claim is contradicted), "
+    "undetermined (nothing differs, but a cell or claim cannot be told), or not comparable (stand-in data, a scale "
+    "smaller than the paper's, or nothing to judge by); each entry says why. The rule: a cell agrees unless Welch's "
+    "test at 5% separates ours (mean, standard error over our runs) from the published value (its ± read as a "
+    "standard error from the kind and number of runs the paper states), and is undetermined when one run, our "
+    "standard error over 3x the paper's, an interval wider than the value, or fewer settings than the paper's leave "
+    "it open; cells of rows that coincide count once. A claim holds when a one-sided paired t-test over the "
+    "repetitions (seeds, splits) shows its direction at 5%, is contradicted when it shows the other, and is not "
+    "resolved otherwise. Claims: the caption's qualitative claims checked on our results."
 )
 
 
