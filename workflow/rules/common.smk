@@ -30,8 +30,8 @@ from bnnrepro.data.registry import (
 from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
 from bnnrepro.files import UnreadableFileError
 from bnnrepro.input_lists import NAME_PATTERN as INPUT_LIST_NAME, input_list_name
+from bnnrepro import training_inputs
 from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
-from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import project_root
 from bnnrepro.report import INVOCATION_VARIABLE
 from bnnrepro.result_checks import verify_files
@@ -214,7 +214,7 @@ def listed_files(wildcards):
 
 def method_module(study, run):
     """The module of a run's method (its study's variant names the method)."""
-    return METHOD_MODULES[config_method_name(study.method_variants[run.method]["method"])]
+    return training_inputs.method_module(study, run)
 
 
 def train_code(wildcards):
@@ -223,7 +223,7 @@ def train_code(wildcards):
 
 
 def training_code_list(study, run):
-    return listed("train_code", source_files("bnnrepro.train", method_module(study, run), record=DAG_RECORD))
+    return listed("train_code", training_inputs.training_code(study, run, record=DAG_RECORD))
 
 
 def evaluation_code(wildcards):
@@ -311,8 +311,7 @@ def run_override_list(wildcards):
     """Hydra overrides of one training job."""
     study, run = study_run(wildcards)
     return [
-        *study.overrides(run, REAL_DATA),
-        f"scale={wildcards.scale}",
+        *training_inputs.training_overrides(study, run, wildcards.scale, REAL_DATA),
         f"run_dir='{run.folder}'",
         f"device={config['device']}",
         f"threads={config['threads_per_job']}",
@@ -327,7 +326,7 @@ def run_overrides(wildcards):
 def train_configs(wildcards):
     """The config/train files a training job composes (5-10: not worth an input list, as they vary from run to run):
     editing one reruns exactly the runs that read it."""
-    return composed_files(run_override_list(wildcards))
+    return training_inputs.training_configs(*study_run(wildcards), wildcards.scale, REAL_DATA)
 
 
 def gpu_visible():

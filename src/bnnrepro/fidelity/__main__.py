@@ -1,13 +1,16 @@
 """`python -m bnnrepro.fidelity targets STUDY [--scale paper] [KEY=V1,V2 ...]`: the metrics.json of the study's runs
 whose grid values are among those given (Snakemake targets for a part of a grid);
 `python -m bnnrepro.fidelity collect TREE --studies S ... [--scale paper] [--wall-seconds N] [--out DIR]`;
-`python -m bnnrepro.fidelity document`. See `bnnrepro.fidelity`."""
+`python -m bnnrepro.fidelity document`;
+`python -m bnnrepro.fidelity backfill-digests [--scale paper] [--studies S ...]`: record the code digest of each kept
+batch that has none, at the batch's commit (`bnnrepro.fidelity.code_digest`). See `bnnrepro.fidelity`."""
 
 import argparse
 from pathlib import Path
 
 from bnnrepro import layout
-from bnnrepro.fidelity.collect import collect
+from bnnrepro.fidelity.code_digest import backfill
+from bnnrepro.fidelity.collect import PROVENANCE_FILE, collect
 from bnnrepro.fidelity.document import fidelity_document
 from bnnrepro.paths import project_root
 from bnnrepro.studies import Run, load_study
@@ -41,6 +44,9 @@ def main() -> None:
     keep.add_argument("--add", action="store_true", help="add the tree's runs to those kept (a later batch)")
     keep.add_argument("--out", type=Path, help=f"where to keep them (default: {RESULTS}/ of the project)")
     commands.add_parser("document", help="write docs/fidelity.md from docs/fidelity/")
+    digests = commands.add_parser("backfill-digests", help="record the code digest of kept batches that have none")
+    digests.add_argument("--scale", default="paper")
+    digests.add_argument("--studies", nargs="*", help="(default: every study kept at --scale)")
     args = parser.parse_args()
     root = project_root()
     if args.command == "targets":
@@ -51,6 +57,11 @@ def main() -> None:
         for study in args.studies:
             out = args.out or root / RESULTS
             print(collect(args.tree.resolve(), study, args.scale, out, args.wall_seconds, args.add))
+    elif args.command == "backfill-digests":
+        folders = sorted(path.parent for path in (root / RESULTS / args.scale).glob(f"*/{PROVENANCE_FILE}"))
+        for folder in folders:
+            if not args.studies or folder.name in args.studies:
+                print("\n".join(backfill(folder, root)))
     else:
         (root / DOCUMENT).write_text(fidelity_document(root / RESULTS, RESULTS.as_posix()))
         print(root / DOCUMENT)

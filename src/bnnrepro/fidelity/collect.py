@@ -28,6 +28,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.artifacts.render import compare_with_published
+from bnnrepro.fidelity.code_digest import code_digests, is_project_tree
 from bnnrepro.studies import Run, load_study
 
 CLAIMS_FILE, PROVENANCE_FILE, METRICS_FILE, TABLES = "claims.csv", "provenance.json", "metrics.csv", "tables"
@@ -124,8 +125,11 @@ def collect(
 def batch_provenance(
     tree: Path, study_name: str, scale: str, runs: list[Run], tidy: pd.DataFrame, wall_seconds: float | None
 ) -> dict:
-    """Where and when `runs` (of one tree) ran, which part of the grid they are and how long they trained."""
+    """Where and when `runs` (of one tree) ran, which part of the grid they are, how long they trained, and the code
+    digest of each method on each dataset (`code_digests`: {"<method>/<dataset>": sha256 of the files its training
+    declares as inputs, `bnnrepro.fidelity.code_digest`}; None for a tree that does not hold the project's sources)."""
     train_seconds = tidy[tidy["metric"] == "train_seconds"]["value"]
+    digests = code_digests(tree, study_name, scale, [run.id for run in runs]) if is_project_tree(tree) else None
     return {
         "study": study_name, "scale": scale, "commit": _commit(tree),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
@@ -133,6 +137,7 @@ def batch_provenance(
         "grid": grid_part(runs, load_study(study_name).runs(scale)), "standin": bool(tidy["standin"].any()),
         "train_seconds": round(float(train_seconds.sum()), 1),
         "longest_run_seconds": round(float(train_seconds.max()), 1), "wall_seconds": wall_seconds,
+        "code_digests": digests,
     }  # fmt: skip
 
 
@@ -197,7 +202,7 @@ def add_to_kept(folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.
     train_seconds = merged[merged["metric"] == "train_seconds"]["value"]
     walls = [b["wall_seconds"] for b in batches]
     provenance = {
-        **batch,
+        **{key: value for key, value in batch.items() if key != "code_digests"},  # each batch has its own
         "commit": ", ".join(dict.fromkeys(b["commit"] for b in batches)),
         "machine": "; ".join(dict.fromkeys(b["machine"] for b in batches)),
         "collected": ", ".join(dict.fromkeys(b["collected"] for b in batches)),

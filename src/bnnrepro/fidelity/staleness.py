@@ -1,0 +1,132 @@
+"""Whether the code that trained a collected study's batches is the current code: each batch's recorded code digests
+(`bnnrepro.fidelity.code_digest`, per method and dataset) against those the current checkout gives for the same
+runs. The fidelity document shows, per study, the batches whose code has changed since, the commands that rerun and
+keep them again, and where the study's tables mix runs trained by different code for the same method.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from bnnrepro.fidelity.code_digest import batch_runs, code_digests
+from bnnrepro.fidelity.collect import PROVENANCE_FILE, _value_order
+from bnnrepro.paths import project_root
+from bnnrepro.studies import Run, StudyError, load_study
+
+
+def stale_keys(folder: Path, current_tree: Path | None = None) -> list[dict]:
+    """Per batch of a collected study's folder, in order: its commit, its recorded `code_digests` (None when it has
+    none), the current tree's digests of its runs (`current_tree`: the project root by default) and the method/dataset
+    keys whose digest differs (or that the current code no longer has), with the batch's runs."""
+    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
+    tree = current_tree or project_root()
+    batches = []
+    for batch, runs in zip(provenance.get("batches", [provenance]), batch_runs(folder), strict=True):
+        recorded = batch.get("code_digests")
+        try:
+            current = code_digests(tree, batch["study"], batch["scale"], runs)
+        except StudyError:  # the study is gone: none of its code is current
+            current = {}
+        stale = sorted(key for key in recorded or {} if current.get(key) != recorded[key])
+        batches.append({"commit": batch["commit"], "digests_commit": batch.get("code_digests_commit"),
+                        "recorded": recorded, "current": current, "stale": stale, "runs": runs})  # fmt: skip
+    return batches
+
+
+def rerun_command(study_name: str, scale: str, runs: list[Run]) -> str:
+    """The `snakemake ... $(python -m bnnrepro.fidelity targets ...)` that trains `runs` again (the values of each
+    grid key they take, where those are not all of the grid's)."""
+    grid = load_study(study_name).runs(scale)
+    values = {"method": sorted({run.method for run in runs})}
+    for key in ["dataset", *(key for key, _ in runs[0].hparams), "seed"]:
+        short = key.rsplit(".", 1)[-1]
+        taken = {_grid_value(run, key) for run in runs}
+        if taken != {_grid_value(run, key) for run in grid if run.method in values["method"]}:
+            values[short] = sorted(taken, key=_value_order)
+    keep = " ".join(f"{key}={','.join(map(str, kept))}" for key, kept in values.items())
+    scales = shlex.quote(f"study_scales={{{study_name}: {scale}}}")
+    scale_option = "" if scale == "paper" else f" --scale {scale}"
+    targets = f"$(python -m bnnrepro.fidelity targets {study_name}{scale_option} {keep})"
+    return f"snakemake --cores 2 {targets} --config {scales}"
+
+
+def _grid_value(run: Run, key: str) -> object:
+    return {"dataset": run.dataset, "seed": run.seed, **dict(run.hparams)}.get(key)
+
+
+def code_section(folder: Path, current_tree: Path | None = None) -> list[str]:
+    """The Markdown paragraph on the code of a collected study's batches: which batches' code has changed since for
+    which methods, with the commands that rerun them, and the methods whose kept runs mix code digests."""
+    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
+    study_name, scale = provenance["study"], provenance["scale"]
+    batches = stale_keys(folder, current_tree)
+    lines = []
+    unrecorded = [batch["commit"] for batch in batches if batch["recorded"] is None]
+    if unrecorded:
+        lines += [f"Code: no code digest recorded for the batch(es) at {_listed(unrecorded)} "
+                  "(`python -m bnnrepro.fidelity backfill-digests` records them), so whether their code is the "
+                  "current one is not known.", ""]  # fmt: skip
+    stale = [batch for batch in batches if batch["stale"]]
+    if not stale and not unrecorded:
+        lines += ["Code: every batch was trained by the current code (its code digest is the current one).", ""]
+    runs = {run.id: run for run in _study_runs(study_name, scale)}
+    for batch in stale:
+        at = f"`{batch['commit']}`" + (
+            f" (digests of `{batch['digests_commit']}`, which committed what it ran)" if batch["digests_commit"] else ""
+        )
+        keys = _methods_on_datasets(batch["stale"])
+        lines += [f"**Stale code:** the batch at {at} was trained by code that has changed since for {keys} "
+                  "(its code digest differs from the current code's); their rows are not what the current code "
+                  "gives. To rerun and keep them:", ""]  # fmt: skip
+        rerun = [runs[run_id] for run_id in batch["runs"] if run_id in runs and _key(runs[run_id]) in batch["stale"]]
+        if rerun:
+            keep = f"python -m bnnrepro.fidelity collect . --studies {study_name} --scale {scale} --add"
+            lines += ["```bash", rerun_command(study_name, scale, rerun), keep, "```", ""]
+        else:
+            lines += ["(none of its runs is a run of the current study; collect the study again)", ""]
+    by_grouping: dict[tuple, list[str]] = {}
+    for key, commits in mixed_code(batches).items():
+        by_grouping.setdefault(tuple(map(tuple, commits)), []).append(key)
+    for commits, keys in by_grouping.items():
+        groups = " and ".join(_listed(list(group)) for group in commits)
+        lines += [f"**Mixed code: batches at {groups}** trained {_methods_on_datasets(keys)} by different code (their "
+                  "code digests differ): the study's rows and claims of these methods mix the two.", ""]  # fmt: skip
+    return lines
+
+
+def _methods_on_datasets(keys: list[str]) -> str:
+    """'`udn`, `dun_10` on spirals' for method/dataset keys (per method where their datasets differ)."""
+    datasets: dict[str, list[str]] = {}
+    for key in sorted(keys):
+        method, _, dataset = key.partition("/")
+        datasets.setdefault(method, []).append(dataset)
+    if len({tuple(names) for names in datasets.values()}) == 1:
+        return f"{', '.join(f'`{method}`' for method in datasets)} on {', '.join(next(iter(datasets.values())))}"
+    return "; ".join(f"`{method}` on {', '.join(names)}" for method, names in datasets.items())
+
+
+def mixed_code(batches: list[dict]) -> dict[str, list[list[str]]]:
+    """{method/dataset key: the batches' commits grouped by recorded digest} for the keys whose runs in different
+    batches were trained by different code."""
+    by_key: dict[str, dict[str, list[str]]] = {}
+    for batch in batches:
+        for key, digest in (batch["recorded"] or {}).items():
+            by_key.setdefault(key, {}).setdefault(digest, []).append(batch["commit"])
+    return {key: list(groups.values()) for key, groups in by_key.items() if len(groups) > 1}
+
+
+def _key(run: Run) -> str:
+    return f"{run.method}/{run.dataset}"
+
+
+def _listed(commits: list[str]) -> str:
+    return ", ".join(f"`{commit}`" for commit in dict.fromkeys(commits))
+
+
+def _study_runs(study_name: str, scale: str) -> list[Run]:
+    try:
+        return load_study(study_name).runs(scale)
+    except StudyError:
+        return []
