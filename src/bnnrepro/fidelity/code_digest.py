@@ -160,7 +160,7 @@ def backfill(folder: Path, repository: Path, tries: int = 20) -> list[str]:
 
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
     batches = provenance.get("batches", [provenance])
-    done = []
+    done, added = [], []
     for batch, runs in zip(batches, batch_runs(folder), strict=True):
         if batch.get("code_digests"):
             continue
@@ -169,6 +169,8 @@ def backfill(folder: Path, repository: Path, tries: int = 20) -> list[str]:
             done.append(f"{folder}: batch at {batch['commit']} is not a commit of {repository}; left without")
             continue
         for commit in _commits_from(batch["commit"], repository)[:tries]:
+            if not Path(f"/tmp/wt-{commit}").is_dir():
+                added.append(commit)
             tree = commit_tree(commit, repository)
             inputs = tree_inputs(tree, batch["study"], batch["scale"], runs) if _has_study(tree, batch) else {}
             if len(inputs) == len(set(runs)):
@@ -180,6 +182,8 @@ def backfill(folder: Path, repository: Path, tries: int = 20) -> list[str]:
         else:
             done.append(f"{folder}: batch at {batch['commit']}: no commit of {tries} from it holds all its runs")
     (folder / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=1) + "\n")
+    for commit in added:  # the worktrees it added, removed again
+        subprocess.run(["git", "worktree", "remove", "--force", f"/tmp/wt-{commit}"], cwd=repository, check=True)
     return done
 
 
