@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -26,16 +27,17 @@ from bnnrepro.studies import available_studies, load_study
 
 
 def spiral_metrics(tmp_path: Path, accuracy: dict[str, list[float]], depth: list[float]) -> ArtifactContext:
-    """A udn_spirals tidy CSV with one seed at omegas 2 and 8 (lr 0.005): the given accuracies per method and the
-    UDN's expected depths."""
-    rows = []
+    """A udn_spirals tidy CSV with five seeds at omegas 2 and 8 (lr 0.005): the given accuracies per method and the
+    UDN's expected depths, each seed's off by a little noise (sd 0.003)."""
+    rows, noise = [], iter(np.random.default_rng(0).normal(0, 0.003, 1000))
     for method, values in accuracy.items():
         for omega, value in zip((2, 8), values, strict=True):
-            row = {"study": "udn_spirals", "run": f"{method}/{omega}", "method": method, "dataset": "spirals",
-                   "seed": 0, "standin": False, "omega": omega, "lr": 0.005}  # fmt: skip
-            rows.append({**row, "metric": "test_accuracy", "value": value})
-            if method == "udn":
-                rows.append({**row, "metric": "expected_depth", "value": depth[(2, 8).index(omega)]})
+            for seed in range(5):
+                row = {"study": "udn_spirals", "run": f"{method}/{omega}/{seed}", "method": method,
+                       "dataset": "spirals", "seed": seed, "standin": False, "omega": omega, "lr": 0.005}  # fmt: skip
+                rows.append({**row, "metric": "test_accuracy", "value": value + next(noise)})
+                if method == "udn":
+                    rows.append({**row, "metric": "expected_depth", "value": depth[(2, 8).index(omega)] + next(noise)})
     path = tmp_path / "metrics.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     return ArtifactContext("udn_spirals", "paper", path)
@@ -43,7 +45,7 @@ def spiral_metrics(tmp_path: Path, accuracy: dict[str, list[float]], depth: list
 
 def test_udn_claims_hold_on_results_that_show_them(tmp_path: Path) -> None:
     context = spiral_metrics(
-        tmp_path, {"udn": [0.99, 0.9], "finite_3": [0.98, 0.8], "dun_10": [0.99, 0.85]}, depth=[2.0, 5.0]
+        tmp_path, {"udn": [0.999, 0.9], "finite_3": [0.98, 0.8], "dun_10": [0.985, 0.85]}, depth=[2.0, 5.0]
     )
     assert udn_best_at_every_omega(context).holds
     assert accuracy_falls_with_omega(context).holds
@@ -56,9 +58,9 @@ def test_udn_claims_fail_on_results_that_contradict_them(tmp_path: Path) -> None
         tmp_path, {"udn": [0.99, 0.8], "finite_3": [0.98, 0.9], "dun_10": [0.9, 0.85]}, depth=[5.0, 2.0]
     )
     best = udn_best_at_every_omega(context)
-    assert not best.holds and "1 of 2 omegas" in best.evidence and "10.0 points at omega=8" in best.evidence
-    assert not udn_deepens_with_omega(context).holds
-    assert not dun_beats_each_finite_network(context).holds
+    assert best.holds is False and "omega=8 vs finite_3: contradicted" in best.evidence
+    assert udn_deepens_with_omega(context).holds is False
+    assert dun_beats_each_finite_network(context).holds is False
 
 
 def test_a_claim_the_runs_cannot_show_is_not_checked(tmp_path: Path) -> None:
@@ -87,7 +89,7 @@ def test_the_thesis_uci_claims_hold_and_fail_on_constructed_tables(tmp_path: Pat
     assert vbp_competitive_on_uci(uci_metrics(tmp_path, "thesis_vbp", competitive)).holds
     behind = {**competitive, ("vbp", "uci_yacht"): [2.0, 2.02], ("varout", "uci_yacht"): [1.5, 1.52]}
     outcome = vbp_competitive_on_uci(uci_metrics(tmp_path, "thesis_vbp", behind))
-    assert not outcome.holds and "yacht -0.500" in outcome.evidence
+    assert not outcome.holds and "yacht: contradicted (mean difference -0.5" in outcome.evidence
     bedl = {("bedl", "uci_boston"): [2.5, 2.6], ("bedl_pac", "uci_boston"): [2.4, 2.5],
             ("bedl_hyper", "uci_boston"): [2.7, 2.8], ("bedl", "uci_naval"): [-6.0, -6.0],
             ("bedl_pac", "uci_naval"): [-5.0, -5.0], ("bedl_hyper", "uci_naval"): [-3.0, -3.0]}  # fmt: skip
@@ -123,13 +125,15 @@ def collected_study(folder: Path, holds: list[bool], within: list[bool]) -> None
     }))  # fmt: skip
     pd.DataFrame({
         "artifact": "udn/fig3a", "claim": [f"claim {i}" for i in range(len(holds))], "holds": holds,
-        "evidence": "a | b",
+        "status": ["holds" if h else "contradicted" for h in holds], "evidence": "a | b",
     }).to_csv(folder / CLAIMS_FILE, index=False)  # fmt: skip
     pd.DataFrame({
-        "row": [f"row {i}" for i in range(len(within))], "column": "average accuracy", "ours": 90.0,
+        "row": [f"row {i}" for i in range(len(within))], "column": "average accuracy", "ours": 90.0 + np.arange(len(within)),
         "ours_error": 1.0, "n_runs": 5, "published": 91.0, "published_error": 0.5,
-        "difference": -1.0, "within_published_error": within, "standin": False,
+        "difference": -1.0, "verdict": ["agrees" if w else "differs" for w in within], "p_value": 0.5,
+        "coincides_with": None, "partial": None, "standin": False,
     }).to_csv(folder / TABLES / "udn_table1.csv", index=False)  # fmt: skip
+    pd.DataFrame(columns=["study", "run", "method", "dataset", "metric", "value"]).to_csv(folder / "metrics.csv")
 
 
 @pytest.mark.parametrize(("holds", "within"), [([True, False, True], [True, False]), ([False], [False, False])])
@@ -138,7 +142,8 @@ def test_the_document_counts_what_was_collected(tmp_path: Path, holds: list[bool
     explain_every_study(tmp_path / "paper")
     document = fidelity_document(tmp_path, "docs/fidelity")
     summary = next(line for line in document.splitlines() if line.startswith("| udn_spirals | paper |"))
-    assert f"{sum(holds)} of {len(holds)}" in summary and f"{sum(within)} of {len(within)}" in summary
+    assert f"| {sum(holds)} / {len(holds) - sum(holds)} / 0 |" in summary
+    assert f"| {sum(within)} / {len(within) - sum(within)} / 0 |" in summary
     assert "a \\| b" in document  # a '|' of the evidence does not end its cell
     assert "omega in {2, 8}" in document and "5 min wall for its batches" in document
 
@@ -163,15 +168,17 @@ def test_a_thesis_table_is_found_by_its_file_stem_and_only_our_cells_are_counted
         "collected": "2026-11-25", "runs": 2, "standin": False, "train_seconds": 60.0, "longest_run_seconds": 40.0,
         "grid": "2 of the grid's 450 runs",
     }))  # fmt: skip
-    pd.DataFrame(columns=["artifact", "claim", "holds", "evidence"]).to_csv(folder / CLAIMS_FILE, index=False)
+    pd.DataFrame(columns=["artifact", "claim", "holds", "status", "evidence"]).to_csv(folder / CLAIMS_FILE, index=False)
     pd.DataFrame({
         "row": ["DVI", "VBP", "VBP"], "column": ["boston", "boston", "naval"], "ours": [None, -2.6, None],
         "ours_error": [None, 0.03, None], "n_runs": [None, 20, None], "published": [-2.58, -2.59, 5.79],
-        "published_error": [0.04, 0.03, 0.07], "within_published_error": [None, True, None],
+        "published_error": [0.04, 0.03, 0.07], "verdict": ["not judged", "agrees", "not judged"],
+        "p_value": [None, 0.8, None], "coincides_with": None, "partial": None,
     }).to_csv(folder / TABLES / "thesis_table3_1.csv", index=False)  # fmt: skip
+    pd.DataFrame(columns=["study", "run", "method", "dataset", "metric", "value"]).to_csv(folder / "metrics.csv")
     explain_every_study(folder.parent)
     document = fidelity_document(tmp_path, "docs/fidelity")
-    assert "1 of 1 published numbers reproduced within their error." in document
+    assert "Cells (rows that coincide counted once): 1 agrees." in document
     assert "| thesis_vbp | paper | 2 |" in document
 
 

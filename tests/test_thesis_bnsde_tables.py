@@ -179,11 +179,9 @@ def test_the_evidence_names_the_rows_and_means_it_compares(tmp_path: Path) -> No
     context = claim_context(tmp_path, {"e_pac_bayes_hybrid@z": 28.5})
     outcome = pac_improves_hybrids(context)
     assert not outcome.holds
-    assert (
-        "(iv) E-PAC-Bayes-Hybrid, γ=[0,0,1], ρ~N(2.67,1) 28.51 vs (iii) E-Bayes-Hybrid, γ=[0,0,1]" in outcome.evidence
-    )
+    assert "(iv) E-PAC-Bayes-Hybrid, γ=[0,0,1], ρ~N(2.67,1) vs (iii) E-Bayes-Hybrid, γ=[0,0,1]" in outcome.evidence
     assert "(v) full" not in hybrids_beat_black_boxes(context).evidence
-    assert "test NLL: (iv) E-PAC-Bayes-Hybrid 78.10" in full_model_best_on_mocap(context).evidence
+    assert "test NLL: (iv) vs (i) E-Bayes" in full_model_best_on_mocap(context).evidence
 
 
 def test_on_the_thesis_own_numbers_two_table_61_claims_fail(tmp_path: Path) -> None:

@@ -5,31 +5,44 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bnnrepro.artifacts.render import compare_with_published, within_error_counts
+from bnnrepro.artifacts.render import compare_with_published, verdict_counts
 from bnnrepro.report.summary import NOT_DRAWN, summary_rows
-from bnnrepro.report.verdicts import DIFFERS, MATCHES, NOT_COMPARABLE, VERDICTS, artifact_verdict
+from bnnrepro.report.verdicts import DIFFERS, MATCHES, NOT_COMPARABLE, UNDETERMINED, VERDICTS, artifact_verdict
 
 HOLDS = {"claim": "The UDN is best.", "holds": True, "evidence": "92 vs 90"}
 FAILS = {"claim": "DUN-10 beats each Omega_L.", "holds": False, "evidence": "Omega_4 ahead"}
+OPEN = {"claim": "DUN-10 beats Omega_3.", "holds": None, "status": "not resolved", "evidence": "p = 0.3"}
 UNCHECKED = {"claim": "Deeper at omega 30.", "holds": None, "evidence": "not checked: these runs have no omega=30"}
 
 
-def cells(within: int, outside: int, no_error: int = 0) -> dict:
-    return {"within": within, "outside": outside, "no_error": no_error}
+def cells(within: int, outside: int, no_error: int = 0, undetermined: int = 0) -> dict:
+    return {"agrees": within, "differs": outside, "undetermined": undetermined, "not judged": no_error}
 
 
 def test_every_cell_within_its_error_and_every_claim_holding_matches() -> None:
     verdict = artifact_verdict("paper", "metrics", False, {"cells": cells(5, 0), "claims": [HOLDS, UNCHECKED]})
     assert verdict.label == MATCHES
-    assert verdict.reason == "5 of 5 cells within the published error; 1 of 1 caption claims hold"
+    assert (
+        verdict.reason
+        == "cells: 5 agree, 0 differ, 0 undetermined of 5; claims: 1 hold, 0 contradicted, 0 not resolved of 1"
+    )
+
+
+def test_an_undetermined_cell_or_unresolved_claim_leaves_the_artifact_undetermined() -> None:
+    assert (
+        artifact_verdict("paper", "metrics", False, {"cells": cells(4, 0, 0, 1), "claims": [HOLDS]}).label
+        == UNDETERMINED
+    )
+    assert artifact_verdict("paper", "metrics", False, {"cells": cells(4, 0), "claims": [OPEN]}).label == UNDETERMINED
+    assert artifact_verdict("paper", "metrics", False, {"cells": cells(4, 1, 0, 1), "claims": [OPEN]}).label == DIFFERS
 
 
 @pytest.mark.parametrize(
     ("checks", "reason"),
     [
-        ({"cells": cells(4, 1), "claims": [HOLDS]}, "4 of 5 cells within the published error; 1 of 1 caption"),
-        ({"cells": cells(5, 0), "claims": [HOLDS, FAILS]}, "5 of 5 cells within the published error; 1 of 2"),
-        ({"cells": None, "claims": [FAILS]}, "0 of 1 caption claims hold"),
+        ({"cells": cells(4, 1), "claims": [HOLDS]}, "cells: 4 agree, 1 differ, 0 undetermined of 5; claims: 1 hold"),
+        ({"cells": cells(5, 0), "claims": [HOLDS, FAILS]}, "cells: 5 agree, 0 differ, 0 undetermined of 5; claims: 1"),
+        ({"cells": None, "claims": [FAILS]}, "claims: 0 hold, 1 contradicted"),
     ],
 )
 def test_one_cell_outside_its_error_or_one_failed_claim_differs(checks: dict, reason: str) -> None:
@@ -59,14 +72,17 @@ def test_an_artifact_computed_from_formulas_alone_is_judged_at_every_scale() -> 
     assert artifact_verdict("default", "nothing", False, {"cells": cells(1, 1), "claims": []}).label == DIFFERS
 
 
-def test_cell_counts_follow_the_published_error_of_a_real_catalog_table() -> None:
-    """udn/table1's published cells: UDN 91.7 +- 1.1, DUN-10 90.5 +- 0.7; one ours within, one outside, one of
-    our rows without a published value."""
+def test_cell_counts_follow_the_rule_on_a_real_catalog_table() -> None:
+    """udn/table1's published cells: UDN 91.7 +- 1.1, DUN-10 90.5 +- 0.7, Omega_3 87.4 +- 0.6 (std over 5 runs):
+    UDN agrees, DUN-10 and Omega_3 differ, one of our rows has no published value, and Omega_4's numbers coincide
+    with Omega_3's, which comes first in the paper's order (counted once)."""
     ours = pd.DataFrame({
-        "row": ["UDN", "DUN-10", "ResNet"], "column": "average accuracy", "ours": [92.5, 88.0, 80.0],
-        "ours_error": 0.1, "n_runs": 3,
+        "row": ["UDN", "DUN-10", "ResNet", "Standard network Ω_4", "Standard network Ω_3"], "column": "average accuracy",
+        "ours": [92.0, 86.0, 80.0, 89.0, 89.0], "ours_error": [1.0, 0.5, 0.1, 0.9, 0.9], "n_runs": 5,
     })  # fmt: skip
-    assert within_error_counts(compare_with_published("udn/table1", ours, False)) == cells(1, 1, 0)
+    table = compare_with_published("udn/table1", ours, False)
+    assert verdict_counts(table) == {"agrees": 1, "differs": 2, "undetermined": 0, "not judged": 0}
+    assert table.set_index("row").loc["Standard network Ω_4", "coincides_with"] == "Standard network Ω_3"
 
 
 def manifest_of(artifacts: list[dict]) -> dict:
