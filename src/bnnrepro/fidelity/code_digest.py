@@ -129,7 +129,7 @@ def batch_runs(folder: Path) -> list[list[str]]:
     every run of its metrics.csv; several: batches.csv says which)."""
     import pandas as pd
 
-    from bnnrepro.fidelity.collect import BATCHES_FILE, METRICS_FILE, PROVENANCE_FILE
+    from bnnrepro.fidelity.kept_files import BATCHES_FILE, METRICS_FILE, PROVENANCE_FILE
 
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
     batches = provenance.get("batches", [provenance])
@@ -156,7 +156,7 @@ def backfill(folder: Path, repository: Path, tries: int = 20) -> list[str]:
     its runs: then the digests are those of the first later commit (of up to `tries` on the ancestry path to HEAD)
     that holds them all, the commit that committed what the batch ran, recorded as `code_digests_commit`. A batch
     whose commit is not one of the repository's (e.g. 'unknown') is left without, and named."""
-    from bnnrepro.fidelity.collect import PROVENANCE_FILE
+    from bnnrepro.fidelity.kept_files import PROVENANCE_FILE
 
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
     batches = provenance.get("batches", [provenance])

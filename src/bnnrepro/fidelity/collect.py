@@ -29,11 +29,8 @@ from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.artifacts.render import compare_with_published
 from bnnrepro.fidelity.code_digest import code_digests, is_project_tree
+from bnnrepro.fidelity.kept_files import BATCHES_FILE, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE, TABLES  # noqa: F401
 from bnnrepro.studies import Run, load_study
-
-CLAIMS_FILE, PROVENANCE_FILE, METRICS_FILE, TABLES = "claims.csv", "provenance.json", "metrics.csv", "tables"
-BATCHES_FILE = "batches.csv"
-"""Which batch each kept run came from (run, batch: its index in the provenance's `batches`), once there are several."""
 
 
 def _commit(tree: Path) -> str:
@@ -116,8 +113,9 @@ def collect(
         for claim in claims_of(artifact_id):
             outcome = check(claim, context)
             rows.append({"artifact": artifact_id, "claim": claim.text, "holds": outcome.holds,
-                         "evidence": outcome.evidence})  # fmt: skip
-    pd.DataFrame(rows, columns=["artifact", "claim", "holds", "evidence"]).to_csv(folder / CLAIMS_FILE, index=False)
+                         "status": outcome.status, "evidence": outcome.evidence})  # fmt: skip
+    columns = ["artifact", "claim", "holds", "status", "evidence"]
+    pd.DataFrame(rows, columns=columns).to_csv(folder / CLAIMS_FILE, index=False)
     (folder / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=1) + "\n")
     return folder
 
