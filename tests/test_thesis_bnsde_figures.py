@@ -285,9 +285,10 @@ def test_a_forecasts_error_and_band_coverage_are_those_of_its_mean_and_std() -> 
 
 
 def claim_outcomes(tmp_path: Path, lv: dict, lorenz: dict) -> dict[str, bool | None]:
-    files = write_run_arrays(tmp_path, bnsde_figures.LV_GRID, lv, "smoke")
-    files += write_run_arrays(tmp_path, bnsde_figures.LORENZ_GRID, lorenz, "smoke")
-    context = ArtifactContext("thesis_bnsde", "smoke", run_files=files)
+    """The claims' outcomes on the paper grids' five seeds, each with the given arrays."""
+    files = write_run_arrays(tmp_path, bnsde_figures.LV_GRID, lv, "paper")
+    files += write_run_arrays(tmp_path, bnsde_figures.LORENZ_GRID, lorenz, "paper")
+    context = ArtifactContext("thesis_bnsde", "paper", run_files=files)
     artifacts = ("thesis/fig6.3", "thesis/fig6.5", "thesis/fig6.7", "thesis/fig6.8")
     return {a: check(c, context).holds for a in artifacts for c in claims_of(a)}
 
@@ -312,11 +313,22 @@ def test_a_hybrid_that_diverges_covers_nothing_after_it_and_the_evidence_says_so
     hybrid = constructed_forecast(series, 0.0, 1.0, 999)
     hybrid["paths"][1, 100:] = np.inf  # after 100 of 999 steps
     lorenz = {"e_pac_bayes_hybrid@z_forecast": hybrid, "e_pac_bayes@forecast": constructed_forecast(series, 0, 1, 999)}
-    files = write_run_arrays(tmp_path, bnsde_figures.LORENZ_GRID, lorenz, "smoke")
+    files = write_run_arrays(tmp_path, bnsde_figures.LORENZ_GRID, lorenz, "paper")
     (fig68,) = claims_of("thesis/fig6.8")
-    outcome = check(fig68, ArtifactContext("thesis_bnsde", "smoke", run_files=files))
+    outcome = check(fig68, ArtifactContext("thesis_bnsde", "paper", run_files=files))
     assert (
         outcome.holds is False and "dz 0.0991" in outcome.evidence
     )  # steps 1-99 of 999 and "Hybrid, knows dz 1 of 2" in outcome.evidence
     (fig63,) = claims_of("thesis/fig6.3")
-    assert check(fig63, ArtifactContext("thesis_bnsde", "smoke", run_files=files)).holds is None  # no LV runs
+    assert not check(fig63, ArtifactContext("thesis_bnsde", "paper", run_files=files)).checked  # no LV runs
+
+
+def test_one_seed_cannot_decide_a_forecast_claim(tmp_path: Path) -> None:
+    """At smoke scale the figures' grids have one seed: a comparison over one repetition is not resolved."""
+    series = np.random.default_rng(0).normal(size=(1000, 3)).cumsum(0)
+    lorenz = {"e_pac_bayes_hybrid@z_forecast": constructed_forecast(series, 0.1, 0.5, 999),
+              "e_pac_bayes@forecast": constructed_forecast(series, 3.0, 0.5, 999)}  # fmt: skip
+    files = write_run_arrays(tmp_path, bnsde_figures.LORENZ_GRID, lorenz, "smoke")
+    (fig67,) = claims_of("thesis/fig6.7")
+    outcome = check(fig67, ArtifactContext("thesis_bnsde", "smoke", run_files=files))
+    assert outcome.checked and outcome.holds is None and "over 1 repetition" in outcome.evidence

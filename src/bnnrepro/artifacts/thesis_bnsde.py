@@ -70,11 +70,13 @@ def forecast_settings(scale: str, dataset: str) -> Mapping:
 
 
 def grid_text(scale: str, grid: str) -> str:
-    """'20 epochs, seed 0': the epochs and seeds of a grid's runs at `scale`."""
+    """'20 epochs, seed 0': the epochs of a grid's runs at `scale` and the seed the figure draws, with the seeds its
+    claims pair where there are more."""
     runs = grid_runs(scale, (grid,))
     epochs = epochs_text(dict(run.hparams)["train.epochs"] for run in runs)
     seeds = sorted({run.seed for run in runs})
-    return f"{epochs}, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+    paired = f" (the claims pair seeds {', '.join(map(str, seeds))})" if len(seeds) > 1 else ""
+    return f"{epochs}, seed {seeds[0]}{paired}"
 
 
 def fig63_note(scale: str) -> str:
@@ -180,19 +182,27 @@ class Forecast:
             return float((np.abs(self.observed[1:, states] - mean) <= spread * std).mean())
 
 
-def grid_forecasts(context: ArtifactContext, grid: str, labels: dict[str, str]) -> dict[str, Forecast]:
-    """{model: Forecast} of the first seed's run of each model of `labels` in `grid` (in `labels`' order); an error
-    names a model without an evaluated run."""
+def seed_forecasts(context: ArtifactContext, grid: str, labels: dict[str, str]) -> dict[int, dict[str, Forecast]]:
+    """{seed: {model: Forecast}} of the seeds with an evaluated run of every model of `labels` in `grid` (models in
+    `labels`' order); an error names a model without an evaluated run."""
     runs = {run.id: run for run in grid_runs(context.scale, (grid,))}
     arrays = {runs[run_id]: a for run_id, a in context.run_arrays().items() if run_id in runs}
-    forecasts = {}
+    by_seed: dict[int, dict[str, Forecast]] = {}
     for method in labels:
         seeds = {run.seed: a for run, a in arrays.items() if run.method == method}
         if not seeds:
             raise ValueError(f"study {STUDY}: no {FORECAST_EVALUATION!r} arrays of model {method!r} in grid {grid}")
-        first = seeds[min(seeds)]
-        forecasts[method] = Forecast(first["times"], first["observed"], first["paths"])
-    return forecasts
+        for seed, a in seeds.items():
+            by_seed.setdefault(seed, {})[method] = Forecast(a["times"], a["observed"], a["paths"])
+    return {seed: models for seed, models in sorted(by_seed.items()) if len(models) == len(labels)}
+
+
+def grid_forecasts(context: ArtifactContext, grid: str, labels: dict[str, str]) -> dict[str, Forecast]:
+    """{model: Forecast} of the first seed's run of each model of `labels` in `grid` (what the figures draw)."""
+    seeds = seed_forecasts(context, grid, labels)
+    if not seeds:
+        raise ValueError(f"study {STUDY}: no seed has an evaluated run of every model in grid {grid}")
+    return seeds[min(seeds)]
 
 
 def draw_band(ax: Axes, forecast: Forecast, state: int, spread: int, colour: str, label: str) -> None:
