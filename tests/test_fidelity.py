@@ -128,7 +128,8 @@ def collected_study(folder: Path, holds: list[bool], within: list[bool]) -> None
         "status": ["holds" if h else "contradicted" for h in holds], "evidence": "a | b",
     }).to_csv(folder / CLAIMS_FILE, index=False)  # fmt: skip
     pd.DataFrame({
-        "row": [f"row {i}" for i in range(len(within))], "column": "average accuracy", "ours": 90.0 + np.arange(len(within)),
+        "row": [f"row {i}" for i in range(len(within))], "column": "average accuracy",
+        "ours": 90.0 + np.arange(len(within)),
         "ours_error": 1.0, "n_runs": 5, "published": 91.0, "published_error": 0.5,
         "difference": -1.0, "verdict": ["agrees" if w else "differs" for w in within], "p_value": 0.5,
         "coincides_with": None, "partial": None, "standin": False,

@@ -77,7 +77,8 @@ def test_cell_counts_follow_the_rule_on_a_real_catalog_table() -> None:
     UDN agrees, DUN-10 and Omega_3 differ, one of our rows has no published value, and Omega_4's numbers coincide
     with Omega_3's, which comes first in the paper's order (counted once)."""
     ours = pd.DataFrame({
-        "row": ["UDN", "DUN-10", "ResNet", "Standard network Ω_4", "Standard network Ω_3"], "column": "average accuracy",
+        "row": ["UDN", "DUN-10", "ResNet", "Standard network Ω_4", "Standard network Ω_3"],
+        "column": "average accuracy",
         "ours": [92.0, 86.0, 80.0, 89.0, 89.0], "ours_error": [1.0, 0.5, 0.1, 0.9, 0.9], "n_runs": 5,
     })  # fmt: skip
     table = compare_with_published("udn/table1", ours, False)

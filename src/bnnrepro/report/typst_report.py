@@ -382,7 +382,9 @@ def render_summary(manifest: dict) -> str:
         if parts:
             title = typst_str(manifest["papers"][paper].get("title", paper))
             lists.append(f"#par(strong({title}) + [: ] + {' + [; ] + '.join(parts)})\n")
-    headers = ["Work", "Scale", "Artifacts", "Drawn", "Matches", "Differs", "Undetermined", "Not comparable", "Claims hold"]
+    headers = [
+        "Work", "Scale", "Artifacts", "Drawn", "Matches", "Differs", "Undetermined", "Not comparable", "Claims hold",
+    ]  # fmt: skip
     return (
         '#heading(level: 1, "Summary")\n'
         f"#par(text(size: 9pt, {typst_str(_SUMMARY_INTRO)}))\n"
