@@ -22,6 +22,7 @@ from bnnrepro.artifacts.claims.udn_spirals import (
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES, grid_part
+from bnnrepro.fidelity.committed import paper_verdicts
 from bnnrepro.fidelity.document import NOT_RUN_FILE, fidelity_document
 from bnnrepro.studies import available_studies, load_study
 
@@ -206,3 +207,14 @@ def test_the_committed_document_is_the_one_the_committed_results_make() -> None:
     """docs/fidelity.md is regenerated from docs/fidelity/ (every study there, or its reason for not being there)."""
     root = Path(__file__).resolve().parents[1]
     assert fidelity_document(root / "docs" / "fidelity", "docs/fidelity") == (root / "docs" / "fidelity.md").read_text()
+
+
+def test_the_committed_paper_results_give_each_artifact_its_paper_verdict() -> None:
+    """The report's paper-scale verdicts (bnnrepro.fidelity.committed) come from the committed results under the
+    current rules: every artifact with a committed table or claim has one, and Table 5.1 (16 cells, 11 differing
+    under the rule) differs."""
+    root = Path(__file__).resolve().parents[1]
+    verdicts = paper_verdicts(root)
+    claimed = {a for f in (root / "docs/fidelity/paper").glob("*/claims.csv") for a in pd.read_csv(f)["artifact"]}
+    assert claimed <= set(verdicts)
+    assert verdicts["thesis/table5.1"]["verdict"] == "differs" and verdicts["thesis/table5.1"]["study"] == "thesis_bedl"

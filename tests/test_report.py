@@ -27,6 +27,7 @@ EXPECTED_TEXT = [
     "(computed on a stand-in dataset)", "abc123 (uncommitted changes)", "plate diagram; carries no data", SPECIAL,
     "91.7 ± 0.31 n=5", "paper 92.0 ± 0.50", "0.0123", "✓ holds: The UDN is deep.", "✗ contradicted",
     "Verdict: differs: cells: 1 agree, 1 differ", "Verdict: not comparable: stand-in",
+    "Paper-scale verdict: undetermined: claims: 0 hold", "runs of commit 0fdf884, collected 2026-11-25",
     "Scale: paper", "smoke (udn_spirals at paper)",  # each artifact's scale; the studies run at another scale
     "Command snakemake --cores 2 --config 'study_scales={udn_spirals: paper}'",
     "Published values: the paper states no numbers for this figure.",  # udn/fig2 (a drawn figure)
@@ -73,7 +74,9 @@ def manifest(tmp_path: Path) -> Path:
         {"id": "udn/fig2", "paper": "udn", "title": "spiral datasets D(ω)", "kind": "data", "caption": SPECIAL,
          "shows": "two spirals", "status": "reproduced", "study": "udn_spirals", "scale": "paper", "standin": True,
          "note": "1024 points per ω", "files": {"png": "reports/figures/udn_fig2.png"}, "drawn_by": FIG2_DRAWN_BY,
-         "verdict": "not comparable", "verdict_reason": "stand-in", "claims": [], "cells": None},
+         "verdict": "not comparable", "verdict_reason": "stand-in", "claims": [], "cells": None,
+         "paper_verdict": {"verdict": "undetermined", "reason": "claims: 0 hold, 0 contradicted, 1 not resolved of 1",
+                           "study": "udn_spirals", "commit": "0fdf884", "collected": "2026-11-25"}},
         {"id": "udn/table1", "paper": "udn", "title": "test accuracy", "kind": "table", "caption": "Accuracy.",
          "shows": "accuracy per model", "status": "reproduced", "study": "udn_spirals", "scale": "paper",
          "standin": False, "note": "ours vs published", "files": {"csv": "reports/tables/udn_table1.csv"},

@@ -5,7 +5,8 @@ table of each study of your own (`paper: own`).
 
 Each reproduced artifact names the function that drew it, as module, file and line at the checkout's commit;
 the workflow makes the files of those functions inputs of the manifest job, so a moved line rebuilds it. Each
-carries its verdict against the paper (`bnnrepro.report.verdicts`), made from the checks its job wrote.
+carries its verdict against the paper (`bnnrepro.report.verdicts`), made from the checks its job wrote, and every
+artifact with committed paper-scale results their verdict (`bnnrepro.fidelity.committed`), whatever the scale built.
 
 The provenance records the command that ran the workflow (the environment variable INVOCATION_VARIABLE, which
 the Snakefile sets) and its whole configuration. The command is not part of the job's rerun decision on purpose:
@@ -29,6 +30,7 @@ import pandas as pd
 
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog, implementations
+from bnnrepro.fidelity.committed import paper_verdicts
 from bnnrepro.files import read_json, write_atomic
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.paths import project_root
@@ -101,7 +103,7 @@ def build_manifest(config: dict) -> dict:
     """The manifest of a workflow run with `config`; each study's artifacts are those of its scale (config
     'study_scales', else 'scale')."""
     scale, root = config["scale"], project_root()
-    drawn, commit = implementations(), code_commit(root)
+    drawn, commit, paper = implementations(), code_commit(root), paper_verdicts(root)
     reproduced, own_studies = {}, []
     for name in config["studies"]:
         study, study_scale = load_study(name), configured_scale(config, name)
@@ -120,6 +122,7 @@ def build_manifest(config: dict) -> dict:
     for entry in catalog()["artifacts"]:
         item = {key: entry.get(key) for key in ("id", "paper", "title", "kind", "caption", "shows")}
         item["published_points"] = entry.get("published_points", {}).get("note")
+        item["paper_verdict"] = paper.get(entry["id"])  # the committed paper-scale verdict, at any scale
         if entry["kind"] == "diagram":
             item.update(status="diagram", diagram_reason=entry["diagram_reason"], files={})
         elif entry["id"] in reproduced:

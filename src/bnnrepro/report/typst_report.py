@@ -36,7 +36,8 @@ PREAMBLE = r"""
 #show link: set text(fill: rgb("#1565c0"))
 
 #let status-color = ("reproduced": rgb("#1565c0"), "not yet reproduced": rgb("#c62828"), "diagram": luma(110))
-#let verdict-color = ("matches": rgb("#2e7d32"), "differs": rgb("#c62828"), "not comparable": luma(110))
+#let verdict-color = ("matches": rgb("#2e7d32"), "differs": rgb("#c62828"), "undetermined": rgb("#ef6c00"),
+  "not comparable": luma(110))
 #let cell-fill = (agrees: rgb("#e8f5e9"), differs: rgb("#ffebee"), undetermined: rgb("#fff8e1"))
 
 #let badge(color, label) = box(
@@ -253,6 +254,14 @@ def _published_values(artifact: dict) -> str | None:
     return f"overlaid in black on our figure; {note}" if note else "the paper states no numbers for this figure."
 
 
+def paper_verdict_text(paper: dict | None) -> str | None:
+    """The committed paper-scale verdict of an artifact (docs/fidelity.md has the numbers), or None."""
+    if paper is None:
+        return None
+    return (f"{paper['verdict']}: {paper['reason']} (study {paper['study']} at paper scale, runs of commit "
+            f"{paper['commit']}, collected {paper['collected']}; docs/fidelity.md)")  # fmt: skip
+
+
 def render_artifact(artifact: dict, root: Path) -> str:
     """One artifact entry: heading line with status and verdict badges, the paper's caption, our note, the verdict's
     reason, the caption claims as checked, figure or table."""
@@ -269,6 +278,7 @@ def render_artifact(artifact: dict, root: Path) -> str:
         ("Note:", artifact.get("note")),
         ("Published values:", _published_values(artifact)),
         ("Verdict:", f"{verdict}: {artifact['verdict_reason']}" if verdict else None),
+        ("Paper-scale verdict:", paper_verdict_text(artifact.get("paper_verdict"))),
         ("Caption claims:", claims_text(artifact.get("claims", []))),
         ("Missing:", artifact.get("missing")),
         ("Run checks:", artifact.get("flags")),
