@@ -212,9 +212,9 @@ def test_class_names_and_unknown_class_names():
 
 
 def tidy_metrics(tmp_path, study: str, rows: list[tuple[str, str, int, str, float]]) -> ArtifactContext:
-    """A tidy metrics CSV of (method, dataset, split, metric, value) rows."""
+    """A tidy metrics CSV of (method, dataset, repetition, metric, value) rows (repetition: split and seed)."""
     frame = pd.DataFrame([
-        {"study": study, "run": f"{m}/{d}/{s}", "method": m, "dataset": d, "seed": 0, "standin": False, "split": s,
+        {"study": study, "run": f"{m}/{d}/{s}", "method": m, "dataset": d, "seed": s, "standin": False, "split": s,
          "metric": metric, "value": value}
         for m, d, s, metric, value in rows
     ])  # fmt: skip
@@ -256,18 +256,26 @@ def test_uci_claims_hold_and_fail_on_constructed_results(tmp_path):
 
 
 def test_cifar_claims_on_constructed_results(tmp_path):
-    rows = [("udn@deer_car", "cifar10", 0, "last_expected_depth", 2.0), ("udn@cat_dog", "cifar10", 0,
-            "last_expected_depth", 4.0), ("udn", "cifar10", 0, "last_expected_depth", 9.0)]  # fmt: skip
-    rows += [(m, "cifar10", 0, "test_accuracy", a) for m, a in
+    """Three seeds each, every model's value moved alike per seed (paired differences constant)."""
+    base = [("udn@deer_car", "last_expected_depth", 2.0), ("udn@cat_dog", "last_expected_depth", 4.0),
+            ("udn", "last_expected_depth", 9.0)]  # fmt: skip
+    base += [(m, "test_accuracy", a) for m, a in
              (("udn@deer_car", 0.985), ("udn@cat_dog", 0.87), ("udn", 0.945), ("finite_5", 0.917),
               ("finite_15", 0.94), ("finite_30", 0.939))]  # fmt: skip
-    context = tidy_metrics(tmp_path, "udn_images", rows)
+
+    def seeded(triples):
+        return [(m, "cifar10", seed, metric, value + 0.001 * seed) for seed in range(3) for m, metric, value in triples]
+
+    context = tidy_metrics(tmp_path, "udn_images", seeded(base))
     assert image_claims.udn_deepens_with_task_difficulty(context).holds
     assert image_claims.udn_subset_accuracies(context).holds
     assert image_claims.udn_best_on_cifar(context).holds
-    rows = [r if r[0] != "udn@cat_dog" else (r[0], r[1], r[2], r[3], 1.0 if r[3] == "last_expected_depth" else 0.6)
-            for r in rows]  # fmt: skip
-    worse = tidy_metrics(tmp_path, "udn_images", rows + [("finite_5", "cifar10", 1, "test_accuracy", 0.99)])
+    worse_base = [(m, metric, (1.0 if metric == "last_expected_depth" else 0.6) if m == "udn@cat_dog" else value)
+                  for m, metric, value in base]  # fmt: skip
+    worse_base = [
+        (m, metric, 0.99 if m == "finite_5" and metric == "test_accuracy" else v) for m, metric, v in worse_base
+    ]
+    worse = tidy_metrics(tmp_path, "udn_images", seeded(worse_base))
     assert image_claims.udn_deepens_with_task_difficulty(worse).holds is False
     assert image_claims.udn_subset_accuracies(worse).holds is False
     assert image_claims.udn_best_on_cifar(worse).holds is False  # finite_5 (L = 5) now the best and above the UDN
