@@ -22,8 +22,8 @@ from bnnrepro.artifacts.claims.udn_spirals import (
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES, grid_part
-from bnnrepro.fidelity.committed import paper_verdicts
 from bnnrepro.fidelity.document import NOT_RUN_FILE, fidelity_document
+from bnnrepro.report.paper_verdicts import paper_verdicts
 from bnnrepro.studies import available_studies, load_study
 
 
@@ -210,7 +210,7 @@ def test_the_committed_document_is_the_one_the_committed_results_make() -> None:
 
 
 def test_the_committed_paper_results_give_each_artifact_its_paper_verdict() -> None:
-    """The report's paper-scale verdicts (bnnrepro.fidelity.committed) come from the committed results under the
+    """The report's paper-scale verdicts (bnnrepro.report.paper_verdicts) come from the committed results under the
     current rules: every artifact with a committed table or claim has one, and Table 5.1 (16 cells, 11 differing
     under the rule) differs."""
     root = Path(__file__).resolve().parents[1]

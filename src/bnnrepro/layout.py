@@ -26,8 +26,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from bnnrepro.fidelity.kept_files import CLAIMS_FILE, PROVENANCE_FILE, TABLES
-
 RESULTS, REPORTS, LOGS, RAW_DATA = "results", "reports", "logs", "data/raw"
 PREPARED_DATA = f"{RESULTS}/data"
 INPUT_LISTS = f"{RESULTS}/inputs"
@@ -54,14 +52,6 @@ EVALUATIONS = "eval"
 ARTIFACT_FORMATS = {"figure": ("pdf", "png"), "table": ("csv", "md", "tex")}
 ARTIFACT_FOLDERS = {"figure": f"{REPORTS}/figures", "table": f"{REPORTS}/tables"}
 REPORT_PDF, REPORT_TYPST = f"{REPORTS}/report.pdf", f"{REPORTS}/report.typ"
-PAPER_RESULTS = "docs/fidelity/paper"
-"""The committed paper-scale results (`python -m bnnrepro.fidelity collect`), relative to the project root."""
-
-
-def paper_result_files(root: Path) -> list[str]:
-    """The committed paper-scale files the report's paper-scale verdicts are made from, project-relative."""
-    patterns = (f"*/{PROVENANCE_FILE}", f"*/{CLAIMS_FILE}", f"*/{TABLES}/*.csv")
-    return sorted(str(path.relative_to(root)) for pattern in patterns for path in (root / PAPER_RESULTS).glob(pattern))
 
 
 # --- data ----------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from bnnrepro.data.registry import (
 )
 from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
 from bnnrepro.files import UnreadableFileError
+from bnnrepro.fidelity.kept_files import paper_result_files
 from bnnrepro.input_lists import NAME_PATTERN as INPUT_LIST_NAME, input_list_name
 from bnnrepro import training_inputs
 from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment

@@ -10,7 +10,7 @@ rule report_manifest:
         metrics=all_study_metrics(),
         code=report_code("bnnrepro.report.manifest"),
         draw_functions=draw_function_files(),
-        paper_results=layout.paper_result_files(project_root()),
+        paper_results=paper_result_files(project_root()),
     output:
         manifest=layout.report_manifest_file(SCALE),
     log:

@@ -45,16 +45,27 @@ SAMPLER_LIMITS = {"gaussian_target": ((-5.0, 3.5), (-6.5, 8.0)), "funnel_target"
 TARGET_MASS = (0.25, 0.5, 0.75, 0.95)  # the target's contours enclose these probability masses
 
 
-def _runs(context: ArtifactContext, dataset: str, methods: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
-    """The evaluation arrays of the first seed's run of each of `methods` on `dataset`, in the order of `methods`."""
-    by_method: dict[str, dict[str, dict[str, np.ndarray]]] = {}
+def seed_runs(
+    context: ArtifactContext, dataset: str, methods: tuple[str, ...]
+) -> dict[int, dict[str, dict[str, np.ndarray]]]:
+    """{seed: {method: evaluation arrays}} of the runs of `methods` on `dataset`, seeds in order, methods in the
+    order of `methods`."""
+    by_seed: dict[int, dict[str, dict[str, np.ndarray]]] = {}
     for run_id, arrays in context.run_arrays().items():
         method, run_dataset = run_id.split("/")[:2]
         if run_dataset == dataset and method in methods:
-            by_method.setdefault(method, {})[run_id] = arrays
-    if not by_method:
+            by_seed.setdefault(int(run_id.rpartition("seed=")[2]), {})[method] = arrays
+    if not by_seed:
         raise ValueError(f"study {context.study}: no evaluated run on {dataset!r} of {', '.join(methods)}")
-    return {m: by_method[m][min(by_method[m])] for m in methods if m in by_method}
+    return {s: {m: by_seed[s][m] for m in methods if m in by_seed[s]} for s in sorted(by_seed)}
+
+
+def _runs(context: ArtifactContext, dataset: str, methods: tuple[str, ...]) -> dict[str, dict[str, np.ndarray]]:
+    """The evaluation arrays of the first seed's run of each of `methods` on `dataset` (what the figures draw)."""
+    first: dict[str, dict[str, np.ndarray]] = {}
+    for runs in seed_runs(context, dataset, methods).values():
+        first.update({m: a for m, a in runs.items() if m not in first})
+    return {m: first[m] for m in methods if m in first}
 
 
 def _panel_grid(count: int, width: float, height: float) -> tuple[Figure, list[Axes]]:
@@ -127,10 +138,9 @@ def _predictive_moments(runs: dict[str, dict[str, np.ndarray]]) -> dict[str, tup
     return {m: (a["posterior_predictive"].mean(0), a["posterior_predictive"].std(0)) for m, a in runs.items()}
 
 
-def gap_kl_to_hmc(context: ArtifactContext) -> dict[str, float]:
-    """Per ensemble method, the mean over the gap between the clusters of KL(HMC || method) between the Gaussian
-    predictive marginals; empty without an HMC run."""
-    runs = _runs(context, "repulsive_toy", (*ENSEMBLES, "hmc"))
+def gap_kl(runs: dict[str, dict[str, np.ndarray]]) -> dict[str, float]:
+    """Per ensemble method of one seed's runs {method: arrays}, the mean over the gap between the clusters of
+    KL(HMC || method) between the Gaussian predictive marginals; empty without an HMC run."""
     moments = _predictive_moments(runs)
     if "hmc" not in moments:
         return {}
@@ -157,7 +167,7 @@ def regression_against_hmc(context: ArtifactContext) -> Figure:
     method's in-between uncertainty matches HMC's, large when it is overconfident)."""
     runs = _runs(context, "repulsive_toy", (*ENSEMBLES, "hmc"))
     moments = _predictive_moments(runs)
-    gap_kl = gap_kl_to_hmc(context)
+    kl = gap_kl(runs)
     fig, axes = _panel_grid(len(runs), 3.6, 3.0)
     for ax, (method, arrays) in zip(axes, runs.items(), strict=True):
         x, (mean, std) = arrays["x_grid"][:, 0], moments[method]
@@ -168,8 +178,8 @@ def regression_against_hmc(context: ArtifactContext) -> Figure:
         ax.scatter(arrays["x_train"][:, 0], arrays["y_train"][:, 0], s=5, color="black", zorder=3)
         gap = _gap(x)
         title = f"{LABELS[method]}\ngap std {std[gap].mean():.2f}"
-        if method in gap_kl:
-            title += f", gap KL(HMC || ·) {gap_kl[method]:.2f}"
+        if method in kl:
+            title += f", gap KL(HMC || ·) {kl[method]:.2f}"
         ax.set(title=title, ylim=(-12, 10), xticks=[], yticks=[])
     fig.tight_layout()
     return fig
@@ -178,11 +188,11 @@ def regression_against_hmc(context: ArtifactContext) -> Figure:
 # --- Fig. 3 -----------------------------------------------------------------------------------------------------
 
 
-def far_field_entropy(context: ArtifactContext) -> dict[str, float]:
-    """Per method (HMC included), the mean predictive entropy at distance >= 11 from the origin (far from the
-    data) on the 2-D classification task."""
+def far_entropy(runs: dict[str, dict[str, np.ndarray]]) -> dict[str, float]:
+    """Per method of one seed's runs {method: arrays} (HMC included), the mean predictive entropy at distance >= 11
+    from the origin (far from the data) on the 2-D classification task."""
     entropies = {}
-    for method, arrays in _runs(context, "repulsive_2d", (*ENSEMBLES, "hmc")).items():
+    for method, arrays in runs.items():
         x1, x2 = np.meshgrid(arrays["grid_axis"], arrays["grid_axis"])
         entropies[method] = float(arrays["entropy"][np.hypot(x1, x2) >= FAR_FIELD_RADIUS].mean())
     return entropies
@@ -200,7 +210,7 @@ def classification_entropy(context: ArtifactContext) -> Figure:
     """Predictive entropy (nats, 0 to log 5) over [-20, 20]^2 with the training points; titles: the mean entropy
     at distance >= 11 from the origin (far from the data)."""
     runs = _runs(context, "repulsive_2d", (*ENSEMBLES, "hmc"))
-    far_field = far_field_entropy(context)
+    far_field = far_entropy(runs)
     fig, axes = _panel_grid(len(runs), 3.4, 3.2)
     for ax, (method, arrays) in zip(axes, runs.items(), strict=True):
         axis, entropy = arrays["grid_axis"], arrays["entropy"]

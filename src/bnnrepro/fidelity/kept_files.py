@@ -1,5 +1,18 @@
-"""The file names of a kept study's folder (docs/fidelity/<scale>/<study>/), shared by collect and the code digests."""
+"""The file names of a kept study's folder (docs/fidelity/<scale>/<study>/), shared by collect and the code digests,
+and where the committed paper-scale results are."""
+
+from pathlib import Path
 
 CLAIMS_FILE, PROVENANCE_FILE, METRICS_FILE, TABLES = "claims.csv", "provenance.json", "metrics.csv", "tables"
 BATCHES_FILE = "batches.csv"
 """Which batch each kept run came from (run, batch: its index in the provenance's `batches`), once there are several."""
+
+PAPER_RESULTS = "docs/fidelity/paper"
+"""The committed paper-scale results (`python -m bnnrepro.fidelity collect`), relative to the project root. Named here,
+not in `bnnrepro.layout`, which every training job imports: an edit here reruns no training."""
+
+
+def paper_result_files(root: Path) -> list[str]:
+    """The committed paper-scale files the report's paper-scale verdicts are made from, project-relative."""
+    patterns = (f"*/{PROVENANCE_FILE}", f"*/{CLAIMS_FILE}", f"*/{TABLES}/*.csv")
+    return sorted(str(path.relative_to(root)) for pattern in patterns for path in (root / PAPER_RESULTS).glob(pattern))

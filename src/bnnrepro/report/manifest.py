@@ -6,7 +6,7 @@ table of each study of your own (`paper: own`).
 Each reproduced artifact names the function that drew it, as module, file and line at the checkout's commit;
 the workflow makes the files of those functions inputs of the manifest job, so a moved line rebuilds it. Each
 carries its verdict against the paper (`bnnrepro.report.verdicts`), made from the checks its job wrote, and every
-artifact with committed paper-scale results their verdict (`bnnrepro.fidelity.committed`), whatever the scale built.
+artifact with committed paper-scale results their verdict (`bnnrepro.report.paper_verdicts`), whatever the scale built.
 
 The provenance records the command that ran the workflow (the environment variable INVOCATION_VARIABLE, which
 the Snakefile sets) and its whole configuration. The command is not part of the job's rerun decision on purpose:
@@ -30,11 +30,11 @@ import pandas as pd
 
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog, implementations
-from bnnrepro.fidelity.committed import paper_verdicts
 from bnnrepro.files import read_json, write_atomic
 from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.paths import project_root
 from bnnrepro.report import INVOCATION_VARIABLE
+from bnnrepro.report.paper_verdicts import paper_verdicts
 from bnnrepro.report.run_checks import study_run_checks
 from bnnrepro.report.verdicts import artifact_verdict
 from bnnrepro.sources import PACKAGE_DIR

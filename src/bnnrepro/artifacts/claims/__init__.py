@@ -137,3 +137,14 @@ def compare_all(pairs: list[tuple[str, pd.Series, pd.Series]], stated: str, marg
     comparisons = [(label, paired_comparison(first, second, stated, margin)) for label, first, second in pairs]
     listed = "; ".join(f"{label}: {c.status} ({c.describe()})" for label, c in comparisons)
     return Outcome.decided(all_of([c.status for _, c in comparisons]), listed)
+
+
+def compare_many(pairs: list[tuple[str, pd.Series, pd.Series]], stated: str, numbers: str) -> Outcome:
+    """`compare_all` for a claim over many pairs: the evidence is `numbers` and how many comparisons hold, are
+    contradicted and are not resolved, not each one."""
+    require(bool(pairs), "pair of results to compare")
+    statuses = [paired_comparison(first, second, stated).status for _, first, second in pairs]
+    repetitions = max(len(first.index.intersection(second.index)) for _, first, second in pairs)
+    counts = ", ".join(f"{statuses.count(s)} {s}" for s in (HOLDS, CONTRADICTED, NOT_RESOLVED))
+    return Outcome.decided(all_of(statuses), f"{numbers}; {len(pairs)} comparisons over {repetitions} paired "
+                           f"repetition(s): {counts}")  # fmt: skip

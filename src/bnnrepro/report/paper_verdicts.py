@@ -10,8 +10,7 @@ import pandas as pd
 
 from bnnrepro.artifacts.registry import artifact_stem, catalog, implementation
 from bnnrepro.artifacts.render import verdict_counts
-from bnnrepro.fidelity.kept_files import CLAIMS_FILE, PROVENANCE_FILE, TABLES
-from bnnrepro.layout import PAPER_RESULTS
+from bnnrepro.fidelity.kept_files import CLAIMS_FILE, PAPER_RESULTS, PROVENANCE_FILE, TABLES
 from bnnrepro.report.verdicts import artifact_verdict
 
 
