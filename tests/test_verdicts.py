@@ -119,3 +119,11 @@ def test_the_summary_counts_equal_the_manifests() -> None:
     assert sum(r.claims_checked for r in rows) == len(claims) == 4
     assert sum(r.claims_holding for r in rows) == sum(c["holds"] for c in claims) == 2
     assert rows[0].verdicts[MATCHES] == ["udn/fig3a"] and rows[2].artifacts == ["udn/fig4"]
+
+
+def test_a_generated_tables_text_cells_stay_text() -> None:
+    """Table 5 of the SDE-BNN paper is generated (✓/✗): its cells keep their text and are not judged."""
+    ours = pd.DataFrame({"row": ["SDE-BNN"], "column": ["Flexible Approximate Posterior"], "ours": ["✓"],
+                         "ours_error": [None], "n_runs": [None]})  # fmt: skip
+    table = compare_with_published("sdebnn/table5", ours, False)
+    assert list(table["ours"]) == ["✓"] and list(table["verdict"]) == ["not judged"]

@@ -82,14 +82,14 @@ def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) 
     order = {key: i for i, key in reversed(list(enumerate(keys)))}
     table["order"] = [order[key] for key in zip(table["row"], table["column"], strict=True)]
     table = table.sort_values("order", kind="stable").drop(columns="order").reset_index(drop=True)
-    table["ours"] = pd.to_numeric(table["ours"], errors="coerce")
-    table["difference"] = table["ours"] - table["published"]
-    table["coincides_with"] = _coinciding_rows(table)
+    numbers = table.assign(ours=pd.to_numeric(table["ours"], errors="coerce"))  # a generated table's text stays text
+    table["difference"] = numbers["ours"] - table["published"]
+    table["coincides_with"] = _coinciding_rows(numbers)
     spread = spread_of(published_block)
     verdicts = [
         cell_verdict(row.ours, our_standard_error(row.ours_error, row.n_runs, spread), row.n_runs, row.published,
                      row.published_error, spread)
-        for row in table.itertuples()
+        for row in numbers.itertuples()
     ]  # fmt: skip
     table["verdict"] = [v.label for v in verdicts]
     table["p_value"] = [v.p_value for v in verdicts]
