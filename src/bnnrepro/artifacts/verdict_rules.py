@@ -113,6 +113,8 @@ def cell_verdict(
 def our_standard_error(ours_error: float, runs: int, spread: PublishedSpread) -> float:
     """Our standard error from a table's `ours_error`, which a draw function gives in the paper's kind (a standard
     deviation over our runs beside a paper's standard deviation)."""
+    if pd.isna(ours_error):
+        return math.nan
     if spread.kind == STANDARD_DEVIATION and not pd.isna(runs) and runs > 0:
         return float(ours_error) / math.sqrt(runs)
     return float(ours_error)
