@@ -37,8 +37,9 @@ TABLE_COLUMNS = [
     "row", "column", "ours", "ours_error", "n_runs", "published", "published_error",
     "difference", "verdict", "p_value", "coincides_with", "partial", "standin",
 ]  # fmt: skip
-COINCIDE_DIGITS = 4
-"""Cells of two rows whose mean and error agree to this many significant digits are one result counted once."""
+COINCIDE_TOLERANCE = 1e-3
+"""Cells of two rows whose means and errors agree within this relative tolerance are one result counted once (thesis
+Table 6.2's D-BNN (VI), (i) and (ii), one model at the stated likelihood variance, agree to 4e-5)."""
 
 
 def standard_deviation(values: pd.Series) -> float:
@@ -101,19 +102,25 @@ def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) 
 
 
 def _coinciding_rows(table: pd.DataFrame) -> list[str | None]:
-    """For each cell, the earlier row of its column whose mean and error equal its own to `COINCIDE_DIGITS`
-    significant digits (the same model under two names), or None."""
-    seen: dict[tuple, str] = {}
+    """For each cell beside a published value, the earlier such row of its column whose mean and error equal its own
+    within `COINCIDE_TOLERANCE` (the same model under two names), or None."""
+    seen: dict[str, list[tuple[str, float, float]]] = {}
     flags = []
     for row in table.itertuples():
-        if pd.isna(row.ours):
+        if pd.isna(row.ours) or pd.isna(row.published):
             flags.append(None)
             continue
-        key = (row.column, *(float(f"{v:.{COINCIDE_DIGITS}g}") if not pd.isna(v) else None
-                             for v in (row.ours, row.ours_error)))  # fmt: skip
-        flags.append(seen.get(key))
-        seen.setdefault(key, row.row)
+        earlier = seen.setdefault(row.column, [])
+        same = [name for name, ours, error in earlier if _close(ours, row.ours) and _close(error, row.ours_error)]
+        flags.append(same[0] if same else None)
+        earlier.append((row.row, row.ours, row.ours_error))
     return flags
+
+
+def _close(a: float, b: float) -> bool:
+    if pd.isna(a) or pd.isna(b):
+        return pd.isna(a) and pd.isna(b)
+    return math.isclose(a, b, rel_tol=COINCIDE_TOLERANCE)
 
 
 def verdict_counts(table: pd.DataFrame) -> dict[str, int]:
