@@ -78,8 +78,9 @@ def code_section(folder: Path, current_tree: Path | None = None) -> list[str]:
         )
         keys = _methods_on_datasets(batch["stale"])
         lines += [f"**Stale code:** the batch at {at} was trained by code that has changed since for {keys} "
-                  "(its code digest differs from the current code's); their rows are not what the current code "
-                  "gives. To rerun and keep them:", ""]  # fmt: skip
+                  "(its code digest differs from the current code's), so their rows may differ from what the "
+                  "current code gives (any edit of those files changes the digest, also one that leaves the numbers "
+                  "alone). To rerun and keep them:", ""]  # fmt: skip
         rerun = [runs[run_id] for run_id in batch["runs"] if run_id in runs and _key(runs[run_id]) in batch["stale"]]
         if rerun:
             keep = f"python -m bnnrepro.fidelity collect . --studies {study_name} --scale {scale} --add"
