@@ -1,5 +1,5 @@
-"""The verdict rules by simulation (every judged catalog cell), and negative controls: each comparison claim run on
-a null result of its quantity must not hold, and a null table must not agree."""
+"""The verdict rules by simulation (every judged catalog cell), a null table that must not agree, and the checks of
+the claims on run files, against a fit and their nulls (all claims' nulls: tests/test_negative_controls.py)."""
 
 from __future__ import annotations
 
@@ -100,52 +100,7 @@ def test_a_paired_comparison_holds_is_contradicted_or_not_resolved() -> None:
     assert paired_comparison(base.iloc[:1] + 1, base.iloc[:1], "greater").status == NOT_RESOLVED  # one repetition
 
 
-# --- negative controls -------------------------------------------------------------------------------------------
-
-METRIC_STUDIES = ("udn_spirals", "udn_uci", "thesis_bedl", "thesis_vbp", "thesis_bnsde")
-"""The studies whose committed paper-scale metrics the claims are checked on, nulled."""
-
-
-def null_metrics(study: str, tmp_path: Path) -> ArtifactContext:
-    """The study's committed paper-scale metrics with every method given the same value per (metric, repetition,
-    setting), drawn from a shuffle of the metric's values (a constant predictor shared by all methods, and no
-    relation left between a setting and the results)."""
-    metrics = pd.read_csv(ROOT / "docs" / "fidelity" / "paper" / study / "metrics.csv")
-    rng = np.random.default_rng(0)
-    key_columns = [c for c in ("metric", "dataset", "seed", "split") if c in metrics]
-    shuffled = metrics.groupby("metric")["value"].transform(lambda v: rng.permutation(v.to_numpy()))
-    metrics["value"] = shuffled.groupby([metrics[c] for c in key_columns]).transform("first")
-    path = tmp_path / f"{study}.csv"
-    metrics.to_csv(path, index=False)
-    return ArtifactContext(study, "paper", path)
-
-
-ABSOLUTE_CLAIMS = {
-    "For yacht, boston, energy, concrete and power the posterior E_q[l] is lower than two.",
-    "We observe that delta_k >= 0.",  # exact, from formulas: no run to null
-    # non-inferiority ('similarly', 'competitively'): equal methods satisfy them by design; their null is the claimed
-    # method untrained, checked in their own tests
-    "The UDN performs similarly to or better than the finite alternatives f2-f6.",
-    "VBP either outperforms the baselines or performs competitively.",
-}
-"""Claims the shared null below does not apply to: a method's own level, formulas, non-inferiority."""
-
-
-@pytest.mark.parametrize("study", METRIC_STUDIES)
-def test_no_comparison_claim_holds_on_a_null_result(study: str, tmp_path: Path) -> None:
-    from bnnrepro.studies import load_study
-
-    context = null_metrics(study, tmp_path)
-    artifacts = set(load_study(study).artifacts)
-    checked = 0
-    for claim in all_claims():
-        if claim.artifact_id not in artifacts or claim.text in ABSOLUTE_CLAIMS:
-            continue
-        outcome = check(claim, context)
-        if outcome.checked:
-            checked += 1
-            assert outcome.holds is not True, (claim.text, outcome.evidence)
-    assert checked or study in ("udn_uci", "thesis_vbp")  # their comparisons are non-inferiority or levels
+# --- negative control of the cell rule (the claims': tests/test_negative_controls.py) --------------------------
 
 
 def test_a_null_table_does_not_agree() -> None:
