@@ -98,6 +98,8 @@ def udn_competitive_on_uci(context: ArtifactContext) -> Outcome:
             continue
         best = values.drop(columns="udn").mean().idxmin()
         margin = SIMILAR * float(values[best].mean())
-        pairs.append((f"{dataset.removeprefix('uci_')} udn vs {best}", values["udn"], values[best] + margin))
+        pairs.append(
+            (f"{dataset.removeprefix('uci_')} udn vs {1 + SIMILAR:g} x {best}", values["udn"], values[best] + margin)
+        )
     require(bool(pairs), "set with runs of the UDN and of a finite network")
     return compare_all(pairs, "less")
