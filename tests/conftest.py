@@ -35,6 +35,7 @@ PROJECT_FILES = [
     "dvc.yaml",
     "data/dvc.yaml",
     "data/dvc.lock",
+    "docs/fidelity/paper",  # the committed paper-scale results: every report shows their verdicts
     ".dvcignore",
     ".gitignore",
     "environment.yml",

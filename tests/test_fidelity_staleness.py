@@ -32,7 +32,8 @@ def test_every_committed_batch_records_the_code_digest_of_each_of_its_methods() 
         for batch, runs in zip(provenance.get("batches", [provenance]), batch_runs(folder), strict=True):
             digests = batch.get("code_digests")
             assert digests, f"{folder.name}: the batch at {batch['commit']} has no code digest (backfill-digests)"
-            assert set(digests) == {"/".join(run.split("/")[:2]) for run in runs}, folder.name
+            # a batch whose runs a later batch replaced keeps the digests of what it trained
+            assert {"/".join(run.split("/")[:2]) for run in runs} <= set(digests), folder.name
             assert all(re.fullmatch("[0-9a-f]{64}", digest) for digest in digests.values()), folder.name
 
 

@@ -82,6 +82,11 @@ OWN = "own"
 """The `paper` of a study of your own: it belongs to none of the five works and gets a report section of its own."""
 
 
+SENSITIVITY_GRID = "sensitivity_"
+"""The name prefix of a grid that varies a setting around the paper's to look into a finding (a committed sensitivity
+batch): it runs like any grid, and the study's artifacts leave out the runs that only such grids have."""
+
+
 @dataclass(frozen=True)
 class Study:
     name: str
@@ -101,10 +106,13 @@ class Study:
     def is_own(self) -> bool:
         return self.paper == OWN
 
-    def runs(self, scale: str) -> list[Run]:
-        """Every run of the study at `scale`, without duplicates, in grid order."""
+    def runs(self, scale: str, sensitivity: bool = True) -> list[Run]:
+        """Every run of the study at `scale`, without duplicates, in grid order; without those only `sensitivity_*`
+        grids have where `sensitivity` is False (what the study's artifacts draw)."""
         runs: dict[str, Run] = {}
-        for grid in self.scale_grids(scale).values():
+        for name, grid in self.scale_grids(scale).items():
+            if not sensitivity and name.startswith(SENSITIVITY_GRID):
+                continue
             seeds = grid["seed"]
             keys = [k for k in grid if k != "seed" or not isinstance(seeds, Mapping)]
             for values in itertools.product(*(grid[k] for k in keys)):

@@ -11,6 +11,7 @@ import pandas as pd
 
 from bnnrepro.files import RUN_RESULT, read_json, read_npz, read_yaml
 from bnnrepro.layout import RUN_METRICS, parse_run_path
+from bnnrepro.studies import available_studies, load_study
 
 
 @dataclass
@@ -46,10 +47,20 @@ class ArtifactContext:
 
     @cached_property
     def metrics(self) -> pd.DataFrame:
-        """The study's tidy metrics: one row per (run, metric), hyperparameters as columns."""
+        """The study's tidy metrics: one row per (run, metric), hyperparameters as columns; the runs of its
+        `sensitivity_*` grids left out (they look into a finding, they are not the paper's)."""
         if self.metrics_file is None:
             raise ValueError(f"study {self.study}: this artifact did not declare uses='metrics'")
-        return pd.read_csv(self.metrics_file)
+        metrics = pd.read_csv(self.metrics_file)
+        return metrics[~metrics["run"].isin(self._sensitivity_runs())] if "run" in metrics else metrics
+
+    def _sensitivity_runs(self) -> set[str]:
+        """The ids of the runs only the study's `sensitivity_*` grids have at this scale (none for a study that is not
+        configured): an artifact of the paper leaves them out."""
+        if self.study not in available_studies():
+            return set()
+        study = load_study(self.study)
+        return {run.id for run in study.runs(self.scale)} - {run.id for run in study.runs(self.scale, False)}
 
     def metric(self, name: str) -> pd.DataFrame:
         """Rows of one metric, with its value in column `value`."""

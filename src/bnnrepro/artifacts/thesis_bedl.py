@@ -16,7 +16,6 @@ tables' jobs import pandas only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import pandas as pd
 
@@ -50,8 +49,6 @@ def in_thesis_order(cells: pd.DataFrame, rows: list[str], columns) -> pd.DataFra
 UCI_METHODS = ("bedl", "bedl_hyper", "bedl_pac", "varout")  # our rows; the others are cited
 UCI_DATASETS = ("boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine")  # the thesis' order
 UCI_PREFIX = "uci_"
-TABLE51_GRIDS = ("uci_batch16", "uci_batch32", "uci_batch64", "uci_protein")
-"""The grids Table 5.1 reads; not `sensitivity_epochs` (the training lengths beside the thesis' 100 epochs)."""
 
 
 def method_base(method: str) -> str:
@@ -72,15 +69,8 @@ def epochs_text(values) -> str:
 
 
 def _uci_runs(scale: str) -> list[Run]:
-    """Table 5.1's runs at `scale`: those of its grids (a run that another grid shares counts once)."""
-    study = load_study(STUDY)
-    return replace(study, grids={name: study.grids[name] for name in TABLE51_GRIDS}).runs(scale)
-
-
-def _not_table51_runs(scale: str) -> set[str]:
-    """The ids of the study's runs at `scale` that no grid of Table 5.1 has (the image runs, and the training lengths
-    of `sensitivity_epochs` other than the thesis' 100 epochs)."""
-    return {run.id for run in load_study(STUDY).runs(scale)} - {run.id for run in _uci_runs(scale)}
+    """Table 5.1's runs at `scale` (not those of its `sensitivity_epochs` grid: the lengths beside the thesis' 100)."""
+    return [run for run in load_study(STUDY).runs(scale, sensitivity=False) if run.dataset.startswith(UCI_PREFIX)]
 
 
 def table51_note(scale: str) -> str:
@@ -106,7 +96,7 @@ def uci_log_likelihood_runs(context: ArtifactContext) -> pd.DataFrame:
     """Table 5.1's runs: one row per run with its method's `base`, `dataset`, `split` and test log-likelihood
     (`value`, -test_nll_original)."""
     rows = context.metric("test_nll_original").copy()
-    rows = rows[rows["dataset"].str.startswith(UCI_PREFIX) & ~rows["run"].isin(_not_table51_runs(context.scale))]
+    rows = rows[rows["dataset"].str.startswith(UCI_PREFIX)]
     rows["base"] = rows["method"].map(method_base)
     return rows[rows["base"].isin(UCI_METHODS)].assign(value=lambda frame: -frame["value"])
 
