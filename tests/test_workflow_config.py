@@ -98,7 +98,8 @@ def test_an_unknown_real_data_name_is_named(project: Path) -> None:
 def test_study_grids_expand_to_one_run_per_point() -> None:
     study = load_study("udn_spirals")
     paper = study.runs("paper")
-    assert len(paper) == 10 * 17 * 5 * 2  # methods x omegas x seeds x learning rates
+    assert len(study.runs("paper", sensitivity=False)) == 10 * 17 * 5 * 2  # methods x omegas x seeds x rates
+    assert len(paper) == 10 * 17 * 5 * 2 + 2 * 5  # and grid sensitivity_depth_lr: the UDN at 2 omegas x 5 seeds
     assert len({run.id for run in paper}) == len(paper)
     default = study.runs("default")
     assert len(default) == 5 * 4 * 2 + 3 * 4 * 1
