@@ -218,3 +218,16 @@ def test_the_committed_paper_results_give_each_artifact_its_paper_verdict() -> N
     claimed = {a for f in (root / "docs/fidelity/paper").glob("*/claims.csv") for a in pd.read_csv(f)["artifact"]}
     assert claimed <= set(verdicts)
     assert verdicts["thesis/table5.1"]["verdict"] == "differs" and verdicts["thesis/table5.1"]["study"] == "thesis_bedl"
+
+
+def test_targets_select_by_a_key_only_some_grids_have() -> None:
+    """`targets` keeps the runs whose grid has every named key among the values given: the UCI split of thesis_bedl
+    (its image runs have none) and the spiral study's sensitivity grid; a key no run has is an error naming them."""
+    from bnnrepro.fidelity.__main__ import selected_runs
+
+    bedl = selected_runs(load_study("thesis_bedl").runs("paper"), {"split": {"0"}, "epochs": {"1000"}})
+    assert bedl and all("split=0+" in run.id and "epochs=1000" in run.id for run in bedl)
+    spirals = selected_runs(load_study("udn_spirals").runs("paper"), {"depth_lr_ratio": {"1.0"}, "omega": {"26"}})
+    assert len(spirals) == 5 and {run.method for run in spirals} == {"udn"}
+    with pytest.raises(SystemExit, match="unknown grid key.s. nonsense; the runs have .*split"):
+        selected_runs(load_study("thesis_bedl").runs("paper"), {"nonsense": {"1"}})

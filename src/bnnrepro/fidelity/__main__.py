@@ -19,14 +19,19 @@ RESULTS = Path("docs/fidelity")
 DOCUMENT = Path("docs/fidelity.md")
 
 
-def selected(run: Run, keep: dict[str, set[str]]) -> bool:
-    """Whether each grid value of `run` named in `keep` (by its key's short name) is among the kept ones."""
+def grid_values(run: Run) -> dict[str, object]:
+    """{short key name: value} of a run's grid point (method, dataset, seed and its hyperparameters)."""
     values = {"method": run.method, "dataset": run.dataset, "seed": run.seed}
-    values |= {key.rsplit(".", 1)[-1]: value for key, value in run.hparams}
-    unknown = set(keep) - set(values)
-    if unknown:
-        raise SystemExit(f"unknown grid key(s) {', '.join(sorted(unknown))}; the runs have {', '.join(values)}")
-    return all(str(values[key]) in kept for key, kept in keep.items())
+    return values | {key.rsplit(".", 1)[-1]: value for key, value in run.hparams}
+
+
+def selected_runs(runs: list[Run], keep: dict[str, set[str]]) -> list[Run]:
+    """The runs whose grid values named in `keep` (by their keys' short names) are all among the kept ones; a run
+    whose grid lacks a named key is left out. An error for a key no run has."""
+    known = {key for run in runs for key in grid_values(run)}
+    if unknown := set(keep) - known:
+        raise SystemExit(f"unknown grid key(s) {', '.join(sorted(unknown))}; the runs have {', '.join(sorted(known))}")
+    return [run for run in runs if all(str(grid_values(run).get(key)) in kept for key, kept in keep.items())]
 
 
 def main() -> None:
@@ -51,7 +56,7 @@ def main() -> None:
     root = project_root()
     if args.command == "targets":
         kept = {key: set(values.split(",")) for key, _, values in (item.partition("=") for item in args.keep)}
-        runs = [run for run in load_study(args.study).runs(args.scale) if selected(run, kept)]
+        runs = selected_runs(load_study(args.study).runs(args.scale), kept)
         print("\n".join(run.file(layout.RUN_METRICS) for run in runs))
     elif args.command == "collect":
         for study in args.studies:
