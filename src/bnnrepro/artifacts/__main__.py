@@ -59,9 +59,7 @@ def draw(artifact_id: str, context: ArtifactContext, outputs: list[Path], checks
         table = compare_with_published(artifact_id, result, context.uses_standin())
         save_table(table, *outputs)
     outcomes = [(claim, check(claim, context)) for claim in claims_of(artifact_id)]
-    claims = [
-        {"claim": claim.text, "holds": o.holds, "status": o.status, "evidence": o.evidence} for claim, o in outcomes
-    ]
+    claims = [{"claim": claim.text, **outcome.record()} for claim, outcome in outcomes]
     save_checks(checks, claims, table)
 
 

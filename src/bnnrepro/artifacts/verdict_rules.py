@@ -98,15 +98,15 @@ def cell_verdict(
         published, paper_se * math.sqrt(paper_runs), paper_runs, equal_var=False,
     )  # fmt: skip
     p_value = float(test.pvalue)
-    combined = math.hypot(ours_error, paper_se)
+    interval = stats.norm.ppf(1 - LEVEL / 2) * math.hypot(ours_error, paper_se)
     if p_value < LEVEL:
         return CellVerdict(DIFFERS, p_value, f"Welch p = {p_value:.2g} < {LEVEL}")
     if ours_error > WIDER_THAN_PAPER * paper_se:
         return CellVerdict(UNDETERMINED, p_value, f"our s.e. {ours_error:.2g} is over {WIDER_THAN_PAPER:g}x the "
                            f"paper's {paper_se:.2g}")  # fmt: skip
-    if stats.norm.ppf(1 - LEVEL / 2) * combined > abs(published):
-        return CellVerdict(UNDETERMINED, p_value, f"the 95% interval of the difference (± {1.96 * combined:.2g}) "
-                           f"is wider than the published value")  # fmt: skip
+    if interval > abs(published):
+        return CellVerdict(UNDETERMINED, p_value, f"the 95% interval of the difference (± {interval:.2g}) is wider "
+                           "than the published value")  # fmt: skip
     return CellVerdict(AGREES, p_value, f"Welch p = {p_value:.2g}")
 
 
@@ -162,8 +162,7 @@ def paired_comparison(first: pd.Series, second: pd.Series, stated: str, margin: 
     zeros = np.zeros(len(difference))
     p_stated = float(stats.ttest_rel(difference.to_numpy(), zeros, alternative="greater").pvalue)
     p_other = float(stats.ttest_rel(difference.to_numpy(), zeros, alternative="less").pvalue)
-    status = HOLDS if p_stated < LEVEL else CONTRADICTED if p_other < LEVEL else NOT_RESOLVED
-    return Comparison(status, mean, len(difference), p_stated)
+    return Comparison(decided_by(p_stated, p_other), mean, len(difference), p_stated)
 
 
 def _sign_test(difference: pd.Series, sign: float) -> Comparison:
@@ -176,8 +175,13 @@ def _sign_test(difference: pd.Series, sign: float) -> Comparison:
         return Comparison(NOT_RESOLVED, math.nan, len(difference), math.nan)
     p_stated = float(stats.binomtest(positive, trials, alternative="greater").pvalue)
     p_other = float(stats.binomtest(negative, trials, alternative="greater").pvalue)
-    status = HOLDS if p_stated < LEVEL else CONTRADICTED if p_other < LEVEL else NOT_RESOLVED
-    return Comparison(status, sign * float(difference.median()), len(difference), p_stated)
+    return Comparison(decided_by(p_stated, p_other), sign * float(difference.median()), len(difference), p_stated)
+
+
+def decided_by(p_stated: float, p_other: float) -> str:
+    """A directional claim from its two one-sided p-values: holds when the stated direction is significant at
+    `LEVEL`, contradicted when the other is, not resolved otherwise."""
+    return HOLDS if p_stated < LEVEL else CONTRADICTED if p_other < LEVEL else NOT_RESOLVED
 
 
 def all_of(statuses: list[str]) -> str:

@@ -29,7 +29,7 @@ from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.artifacts.render import compare_with_published
 from bnnrepro.fidelity.code_digest import code_digests, is_project_tree
-from bnnrepro.fidelity.kept_files import BATCHES_FILE, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE, TABLES  # noqa: F401
+from bnnrepro.fidelity.kept_files import BATCHES_FILE, CLAIM_COLUMNS, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE, TABLES
 from bnnrepro.studies import Run, load_study
 
 
@@ -111,13 +111,15 @@ def collect(
             table = compare_with_published(artifact_id, drawn[artifact_id].draw(context), context.uses_standin())
             table.to_csv(folder / TABLES / f"{stem}.csv", index=False)
         for claim in claims_of(artifact_id):
-            outcome = check(claim, context)
-            rows.append({"artifact": artifact_id, "claim": claim.text, "holds": outcome.holds,
-                         "status": outcome.status, "evidence": outcome.evidence})  # fmt: skip
-    columns = ["artifact", "claim", "holds", "status", "evidence"]
-    pd.DataFrame(rows, columns=columns).to_csv(folder / CLAIMS_FILE, index=False)
+            rows.append({"artifact": artifact_id, "claim": claim.text, **check(claim, context).record()})
+    write_claims(folder, rows)
     (folder / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=1) + "\n")
     return folder
+
+
+def write_claims(folder: Path, rows: list[dict]) -> None:
+    """claims.csv of a kept study: a row per claim, {artifact, claim, holds, status, evidence}."""
+    pd.DataFrame(rows, columns=CLAIM_COLUMNS).to_csv(folder / CLAIMS_FILE, index=False)
 
 
 def batch_provenance(

@@ -4,6 +4,8 @@ and where the committed paper-scale results are."""
 from pathlib import Path
 
 CLAIMS_FILE, PROVENANCE_FILE, METRICS_FILE, TABLES = "claims.csv", "provenance.json", "metrics.csv", "tables"
+CLAIM_COLUMNS = ["artifact", "claim", "holds", "status", "evidence"]
+"""The columns of claims.csv: a row per caption claim as checked (`bnnrepro.artifacts.claims.Outcome.record`)."""
 BATCHES_FILE = "batches.csv"
 """Which batch each kept run came from (run, batch: its index in the provenance's `batches`), once there are several."""
 

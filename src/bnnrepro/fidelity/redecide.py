@@ -19,7 +19,8 @@ from bnnrepro.artifacts.claims import check, claims_of
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import artifact_stem, implementation
 from bnnrepro.artifacts.render import TABLE_COLUMNS, compare_with_published
-from bnnrepro.fidelity.collect import CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE, TABLES
+from bnnrepro.fidelity.collect import write_claims
+from bnnrepro.fidelity.kept_files import CLAIM_COLUMNS, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE, TABLES
 from bnnrepro.studies import load_study
 
 OUR_COLUMNS = ["row", "column", "ours", "ours_error", "n_runs"]
@@ -36,37 +37,30 @@ def redecide(folder: Path) -> None:
         drawn = implementation(artifact_id)
         context = ArtifactContext(study.name, scale, folder / METRICS_FILE)
         table_file = folder / TABLES / f"{artifact_stem(artifact_id)}.csv"
-        if drawn.uses == "metrics":
-            if drawn.output == "table":
-                ours = drawn.draw(context)
-                compare_with_published(artifact_id, ours, bool(provenance["standin"])).to_csv(table_file, index=False)
-            rows += [_row(artifact_id, claim.text, check(claim, context)) for claim in claims_of(artifact_id)]
-            continue
-        if table_file.is_file():
+        if drawn.uses == "metrics" and drawn.output == "table":
+            ours = drawn.draw(context)
+        elif table_file.is_file():
             kept = pd.read_csv(table_file)
             ours = kept.loc[kept["ours"].notna(), [c for c in OUR_COLUMNS if c in kept]]
+        else:
+            ours = None
+        if ours is not None:
             table = compare_with_published(artifact_id, ours, bool(provenance["standin"]))
             table[TABLE_COLUMNS].to_csv(table_file, index=False)
         kept_rows = kept_claims[kept_claims["artifact"] == artifact_id].set_index("claim")
         for claim in claims_of(artifact_id):
             outcome = check(claim, context)  # a claim on the metrics or on formulas alone is decided again
-            if outcome.checked or claim.text not in kept_rows.index:
-                rows.append(_row(artifact_id, claim.text, outcome))
+            if outcome.checked or drawn.uses == "metrics" or claim.text not in kept_rows.index:
+                rows.append({"artifact": artifact_id, "claim": claim.text, **outcome.record()})
             else:
                 rows.append(_kept_row(kept_rows.loc[claim.text].rename(None).to_dict() | {"claim": claim.text}))
-    columns = ["artifact", "claim", "holds", "status", "evidence"]
-    pd.DataFrame(rows, columns=columns).to_csv(folder / CLAIMS_FILE, index=False)
-
-
-def _row(artifact_id: str, text: str, outcome) -> dict:
-    return {"artifact": artifact_id, "claim": text, "holds": outcome.holds, "status": outcome.status,
-            "evidence": outcome.evidence}  # fmt: skip
+    write_claims(folder, rows)
 
 
 def _kept_row(kept: dict) -> dict:
     """A claim checked on run files under the first rule, kept as not resolved (see the module docstring)."""
     if isinstance(kept.get("status"), str):
-        return {key: kept[key] for key in ("artifact", "claim", "holds", "status", "evidence")}
+        return {key: kept[key] for key in CLAIM_COLUMNS}
     if pd.isna(kept["holds"]):
         return {**kept, "status": "not checked"}
     found = "holds" if str(kept["holds"]) == "True" else "does not hold"

@@ -5,8 +5,7 @@ A claim is registered against an artifact id with the caption's words and a chec
 whether the claim holds and the numbers it rests on. The criterion each check applies to words such as "best" or
 "roughly 4" is in its docstring. A comparison is decided over all repetitions by the paired rule of
 `bnnrepro.artifacts.verdict_rules`: a claim *holds* (the stated direction significant), is *contradicted* (the other
-direction significant) or is *not resolved*; a factor claim states its interval. `text` is the paper's words; a
-paraphrase starts with `PARAPHRASE`.
+direction significant) or is *not resolved*; a factor claim states its interval.
 
 The claims about the artifacts of `bnnrepro.artifacts.<name>` live in `bnnrepro.artifacts.claims.<name>`, so that
 the job drawing an artifact checks its claims by importing its own modules only (`claims_of`), and an edit to one
@@ -26,9 +25,6 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import artifact_modules, drawing_modules
 from bnnrepro.artifacts.verdict_rules import CONTRADICTED, HOLDS, NOT_RESOLVED, all_of, paired_comparison
 
-PARAPHRASE = "(paraphrase) "
-"""How a claim's text starts where it restates the paper rather than quoting it."""
-
 
 @dataclass(frozen=True)
 class Outcome:
@@ -44,6 +40,10 @@ class Outcome:
         if not self.checked:
             return NOT_CHECKED
         return {True: HOLDS, False: CONTRADICTED, None: NOT_RESOLVED}[self.holds]
+
+    def record(self) -> dict:
+        """The outcome as the checks files and claims.csv keep it: holds, status and evidence."""
+        return {"holds": self.holds, "status": self.status, "evidence": self.evidence}
 
     @classmethod
     def decided(cls, status: str, evidence: str) -> Outcome:
@@ -144,7 +144,7 @@ def compare_many(pairs: list[tuple[str, pd.Series, pd.Series]], stated: str, num
     contradicted and are not resolved, not each one."""
     require(bool(pairs), "pair of results to compare")
     statuses = [paired_comparison(first, second, stated).status for _, first, second in pairs]
-    repetitions = max(len(first.index.intersection(second.index)) for _, first, second in pairs)
+    paired = max(len(first.index.intersection(second.index)) for _, first, second in pairs)
     counts = ", ".join(f"{statuses.count(s)} {s}" for s in (HOLDS, CONTRADICTED, NOT_RESOLVED))
-    return Outcome.decided(all_of(statuses), f"{numbers}; {len(pairs)} comparisons over {repetitions} paired "
+    return Outcome.decided(all_of(statuses), f"{numbers}; {len(pairs)} comparisons over {paired} paired "
                            f"repetition(s): {counts}")  # fmt: skip

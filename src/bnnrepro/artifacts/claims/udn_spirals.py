@@ -10,7 +10,7 @@ from scipy import stats
 from bnnrepro.artifacts.claims import Outcome, claim, compare_all, repetitions, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.udn_spirals import theorem_bound_gaps
-from bnnrepro.artifacts.verdict_rules import CONTRADICTED, HOLDS, LEVEL, NOT_RESOLVED, all_of
+from bnnrepro.artifacts.verdict_rules import NOT_RESOLVED, all_of, decided_by
 
 
 def _seed_accuracy(context: ArtifactContext, lr: float) -> pd.DataFrame:
@@ -47,8 +47,8 @@ def _omega_trend(rows: pd.DataFrame, stated: str) -> tuple[str, str]:
         return NOT_RESOLVED, "fewer than two omegas"
     forward = stats.spearmanr(rows["omega"], rows["value"], alternative=stated)
     backward = stats.spearmanr(rows["omega"], rows["value"], alternative="less" if stated == "greater" else "greater")
-    status = HOLDS if forward.pvalue < LEVEL else CONTRADICTED if backward.pvalue < LEVEL else NOT_RESOLVED
-    return status, f"Spearman {forward.statistic:+.2f} over {len(rows)} runs (one-sided p {forward.pvalue:.2g})"
+    text = f"Spearman {forward.statistic:+.2f} over {len(rows)} runs (one-sided p {forward.pvalue:.2g})"
+    return decided_by(forward.pvalue, backward.pvalue), text
 
 
 @claim("udn/fig3a", "For all models, the accuracy decreases when omega increases.")

@@ -8,7 +8,7 @@ from scipy import stats
 
 from bnnrepro.artifacts.claims import Outcome, claim, compare_all, repetitions, require
 from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.artifacts.verdict_rules import CONTRADICTED, HOLDS, LEVEL, NOT_RESOLVED, all_of
+from bnnrepro.artifacts.verdict_rules import CONTRADICTED, LEVEL, NOT_RESOLVED, all_of, decided_by
 from bnnrepro.inference.depth_posteriors import TruncatedPoisson, expected_depth
 
 UCI_SHALLOW, UCI_DEEP = ("yacht", "boston", "energy", "concrete", "power"), ("wine", "naval", "kin8nm", "protein")
@@ -22,7 +22,7 @@ def _uci_depth(context: ArtifactContext) -> dict[str, pd.Series]:
 
 
 def _one_sided(result, other) -> str:
-    return HOLDS if result.pvalue < LEVEL else CONTRADICTED if other.pvalue < LEVEL else NOT_RESOLVED
+    return decided_by(result.pvalue, other.pvalue)
 
 
 INITIAL_RATE = 1.0
