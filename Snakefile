@@ -49,6 +49,7 @@ rule all:
 
 
 onstart:
+    check_device()
     start_job_server()
 
 

@@ -1,4 +1,4 @@
-"""config/evaluations.yaml (bnnrepro.evaluations.declarations): every evaluation is declared the same way, with a
+"""config/evaluations/ (bnnrepro.evaluations.declarations): every evaluation is declared the same way, with a
 module that computes it, settings at every scale and a known device; an unknown name is a clear error."""
 
 from __future__ import annotations

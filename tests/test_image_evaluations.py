@@ -1,5 +1,5 @@
 """The CIFAR-10 evaluations of the SDE-BNN paper's Figs. 6, 7, 9, 11, 12 (bnnrepro.evaluations.image_classification) and
-their wiring (bnnrepro.evaluations, config/evaluations.yaml), on tiny untrained models and a few generated images."""
+their wiring (bnnrepro.evaluations, config/evaluations/), on tiny untrained models and a few generated images."""
 
 from __future__ import annotations
 

@@ -177,7 +177,7 @@ def test_ood_images_take_the_runs_preprocessing_and_the_paired_set(image_files) 
     np.testing.assert_allclose(images, (raw - CIFAR_MEAN) / cfg.dataset.std, atol=1e-6)
     unpaired = inputs_for(cfg, image_files)
     unpaired = EvaluationInputs(unpaired.settings, unpaired.data_files, 0, "cpu", {"name": "mnist"})
-    with pytest.raises(ValueError, match="no OOD set for dataset 'mnist'.*config/evaluations.yaml"):
+    with pytest.raises(ValueError, match="no OOD set for dataset 'mnist'.*config/evaluations/ood_detection.yaml"):
         ood_images(unpaired)
 
 

@@ -143,7 +143,9 @@ def test_all_trajectories_are_one_batched_solve(lorenz_splits, monkeypatch: pyte
 def test_a_horizon_past_the_series_names_the_horizon_the_length_and_the_fix() -> None:
     ablation_splits = generate_lorenz(0)  # Table 6.1's 20 x 24 windows: a test series of 480 observations
     method = tiny_bnsde("lorenz", ablation_splits, LORENZ_VARIANTS["e_pac_bayes@forecast"])
-    with pytest.raises(ValueError, match=r"horizon of 999 steps .* has 480 \(479 steps .*config/evaluations.yaml"):
+    with pytest.raises(
+        ValueError, match=r"horizon of 999 steps .* has 480 \(479 steps .*config/evaluations/forecast_paths.yaml"
+    ):
         forecast_arrays(method, ablation_splits, "lorenz")
 
 

@@ -8,6 +8,13 @@ the results. When the workflow starts and finds the recorded files with their re
 different time order, it puts their modification times back in the recorded order (`restore`). Files
 whose content differs from the record, or a tree with recorded files missing, are left as they are:
 Snakemake then reruns what they affect, as for any other change.
+
+Times alone cannot tell results made from other code or configuration: a checkout or pull writes results newer
+than a config edited before it. So the record also holds the md5 of every source file of the workflow (its code,
+configs and committed paper results, `SOURCE_FOLDERS`) as it was when the results were recorded, all of them up to
+date then. At the start, a source file whose content is not the recorded one and that is not newer than the record
+gets the current time (`outdate_changed_sources`): Snakemake then reruns exactly the jobs that read it. One newer
+than the record was edited since, and its time already reruns them.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +30,9 @@ from bnnrepro.files import write_atomic
 from bnnrepro.result_checks import verify_result
 
 RESTORED_SPACING_NS = 1000  # restored files are 1 microsecond apart, in recorded order
+
+SOURCE_FOLDERS = ("Snakefile", "workflow", "config", "profiles", "src/bnnrepro", "docs/fidelity/paper")
+"""What the workflow's jobs read that no job makes (the stage's deps in dvc.yaml)."""
 
 
 @dataclass(frozen=True)
@@ -40,29 +51,76 @@ def file_md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def record(files: list[str], manifest: Path, root: Path = Path()) -> int:
-    """Write the size, modification time and md5 of `files` (paths relative to `root`), oldest first;
-    return their number. The md5 of a file whose size and time equal the previous record is reused; any other file
-    is checked first (`verify_result`), so that a corrupt result is never recorded."""
-    manifest = root / manifest
-    previous = {f.path: f for f in load(manifest)} if manifest.exists() else {}
+def source_files(root: Path = Path()) -> list[str]:
+    """The files under `SOURCE_FOLDERS`, relative to `root` (no caches)."""
+    files = []
+    for name in SOURCE_FOLDERS:
+        path = root / name
+        found = path.rglob("*") if path.is_dir() else [path] if path.is_file() else []
+        files += [str(f.relative_to(root)) for f in found if f.is_file() and "__pycache__" not in f.parts]
+    return sorted(files)
+
+
+def _entries(files: list[str], previous: dict[str, RecordedFile], root: Path, check=None) -> list[RecordedFile]:
+    """Size, time and md5 of `files`; the md5 of a file whose size and time equal its `previous` entry is reused,
+    any other file is passed to `check` first."""
     entries = []
     for name in sorted(set(files)):
         stat = (root / name).stat()
         known = previous.get(name)
         unchanged = known is not None and (known.size, known.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-        if not unchanged:
-            verify_result(root / name)
+        if not unchanged and check is not None:
+            check(root / name)
         md5 = known.md5 if unchanged else file_md5(root / name)
         entries.append(RecordedFile(name, stat.st_size, stat.st_mtime_ns, md5))
-    entries.sort(key=lambda f: (f.mtime_ns, f.path))
-    text = json.dumps({"files": [vars(f) for f in entries]}, indent=1) + "\n"
+    return entries
+
+
+def record(files: list[str], manifest: Path, root: Path = Path(), sources: list[str] = ()) -> int:
+    """Write the size, modification time and md5 of `files` (paths relative to `root`), oldest first, and of the
+    workflow's `sources`; return the number of `files`. Each result whose size or time changed since the previous
+    record is checked first (`verify_result`), so that a corrupt result is never recorded."""
+    manifest = root / manifest
+    previous = {f.path: f for f in [*load(manifest), *load_sources(manifest)]} if manifest.exists() else {}
+    entries = sorted(_entries(files, previous, root, verify_result), key=lambda f: (f.mtime_ns, f.path))
+    recorded = {"files": [vars(f) for f in entries], "sources": [vars(f) for f in _entries(sources, previous, root)]}
+    text = json.dumps(recorded, indent=1) + "\n"
     write_atomic(manifest, lambda tmp: tmp.write_text(text))
     return len(entries)
 
 
 def load(manifest: Path) -> list[RecordedFile]:
     return [RecordedFile(**entry) for entry in json.loads(manifest.read_text())["files"]]
+
+
+def load_sources(manifest: Path) -> list[RecordedFile]:
+    """The recorded source files (none in a record written before they were recorded)."""
+    return [RecordedFile(**entry) for entry in json.loads(manifest.read_text()).get("sources", [])]
+
+
+def outdate_changed_sources(manifest: Path, sources: list[str], root: Path = Path()) -> list[str]:
+    """Give the current time to each of `sources` that is not in the record, or whose content is not the recorded
+    one, and that is not newer than the record; return their paths. Nothing without a record, or with one that
+    recorded no sources."""
+    if not (root / manifest).exists():
+        return []
+    recorded = {f.path: f for f in load_sources(root / manifest)}
+    if not recorded:
+        return []
+    record_time = (root / manifest).stat().st_mtime_ns
+    outdated = []
+    for name in sources:
+        stat, known = (root / name).stat(), recorded.get(name)
+        if stat.st_mtime_ns > record_time:
+            continue  # edited since the record: its time reruns what reads it
+        if known is not None and (known.size, known.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+            continue
+        if known is None or known.size != stat.st_size or file_md5(root / name) != known.md5:
+            outdated.append(name)
+    now = max(time.time_ns(), record_time + 1)
+    for name in outdated:
+        os.utime(root / name, ns=(now, now))
+    return outdated
 
 
 def restore(manifest: Path, root: Path = Path()) -> int:

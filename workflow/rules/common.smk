@@ -27,7 +27,7 @@ from bnnrepro.data.registry import (
     packaged,
     prepared_file,
 )
-from bnnrepro.evaluations.declarations import declared_evaluation, evaluations_file, extra_data_files
+from bnnrepro.evaluations.declarations import declaration_file, declared_evaluation, extra_data_files
 from bnnrepro.files import UnreadableFileError
 from bnnrepro.fidelity.kept_files import paper_result_files
 from bnnrepro.input_lists import NAME_PATTERN as INPUT_LIST_NAME, input_list_name
@@ -36,7 +36,7 @@ from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environm
 from bnnrepro.paths import project_root
 from bnnrepro.report import INVOCATION_VARIABLE
 from bnnrepro.result_checks import verify_files
-from bnnrepro.result_timestamps import record, restore
+from bnnrepro.result_timestamps import outdate_changed_sources, record, restore, source_files as workflow_sources
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import (
     SCALES,
@@ -80,6 +80,14 @@ DATA_PRIORITY, EVALUATION_PRIORITY = 2, 1
 # order recorded when they were made, so that Snakemake sees them as up to date (bnnrepro.result_timestamps).
 if workflow.is_main_process and (restored := restore(Path(TIMESTAMPS))):
     logger.info(f"Restored the recorded time order of {restored} cached result files ({TIMESTAMPS}).")
+# Whether a result is current is decided by content: a source file (code, config) whose content is not the one the
+# recorded results were made from, but that looks older than them (a checkout, pull or copy), gets the current time,
+# so that Snakemake reruns what reads it (bnnrepro.result_timestamps).
+if workflow.is_main_process and (outdated := outdate_changed_sources(Path(TIMESTAMPS), workflow_sources())):
+    logger.info(
+        f"{len(outdated)} source files differ from those the results in {TIMESTAMPS} were made from; the jobs that "
+        f"read them run again: {', '.join(outdated[:5])}{' ...' if len(outdated) > 5 else ''}"
+    )
 
 
 def _load_studies():
@@ -228,19 +236,19 @@ def training_code_list(study, run):
 
 
 def evaluation_code(wildcards):
-    """Source files an evaluation job runs (the entry point, the run's method, the evaluation's own module), and
-    config/evaluations.yaml, which declares the evaluations, as an input list."""
+    """Source files an evaluation job runs (the entry point, the run's method, the evaluation's own module) and its
+    declaration (config/evaluations/<name>.yaml), as an input list: editing one declaration reruns only its jobs."""
     return evaluation_code_list(*study_run(wildcards), wildcards.evaluation)
 
 
 def evaluation_code_list(study, run, evaluation):
     modules = ["bnnrepro.evaluations.__main__", method_module(study, run), declared_evaluation(evaluation).code]
     files = source_files(*modules, record=DAG_RECORD)
-    return listed("evaluation_code", [*files, str(evaluations_file().relative_to(project_root()))])
+    return listed("evaluation_code", [*files, str(declaration_file(evaluation).relative_to(project_root()))])
 
 
 def evaluation_data(wildcards):
-    """The prepared files of the datasets an evaluation reads besides its run's (config/evaluations.yaml `data`):
+    """The prepared files of the datasets an evaluation reads besides its run's (config/evaluations/<name>.yaml `data`):
     a download's offline stand-in below the `paper` scale, the real data at `paper`."""
     return list(extra_data_files(wildcards.evaluation, wildcards.scale, REAL_DATA).values())
 
@@ -309,13 +317,11 @@ def prepared_datasets():
 
 
 def run_override_list(wildcards):
-    """Hydra overrides of one training job."""
+    """Hydra overrides of one training job: what it trains (the rule adds where: device and threads)."""
     study, run = study_run(wildcards)
     return [
         *training_inputs.training_overrides(study, run, wildcards.scale, REAL_DATA),
         f"run_dir='{run.folder}'",
-        f"device={config['device']}",
-        f"threads={config['threads_per_job']}",
     ]
 
 
@@ -341,6 +347,17 @@ def gpu_visible():
 
 TRAINING_GPUS = 1 if config["device"] == "cuda" or (config["device"] == "auto" and gpu_visible()) else 0
 
+def check_device():
+    """device=cuda on a machine without a GPU stops the run before any job starts: a job would fail only after
+    Snakemake deleted the outputs it replaces. Called by onstart (not in a dry run, nor when nothing is to be done);
+    not on a cluster, whose jobs run on nodes other than this one."""
+    if workflow.local_exec and config["device"] == "cuda" and not gpu_visible():
+        raise WorkflowError(
+            "config 'device' is cuda, but this machine shows no GPU (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES "
+            "hides it); run with --config device=auto (a GPU where there is one, else the CPU) or device=cpu, or on a "
+            "machine with a GPU (a cluster profile runs the jobs on its GPU nodes)"
+        )
+
 
 def training_gpus(wildcards):
     """GPU jobs declare gpu=1: the profile's `resources: gpu=N` caps how many run at once on a workstation,
@@ -349,7 +366,7 @@ def training_gpus(wildcards):
 
 
 def evaluation_gpus(wildcards):
-    """An evaluation declared with `device: run` (config/evaluations.yaml) computes on the run's device, as its
+    """An evaluation declared with `device: run` (config/evaluations/<name>.yaml) computes on the run's device, as its
     training did; the others on the CPU."""
     return TRAINING_GPUS if declared_evaluation(wildcards.evaluation).device == "run" else 0
 
@@ -473,7 +490,7 @@ def job_input_lists():
 
 
 def evaluation_extra_data():
-    """The extra datasets (config/evaluations.yaml `data`) of the evaluations that artifacts draw from."""
+    """The extra datasets (config/evaluations/<name>.yaml `data`) of the evaluations that artifacts draw from."""
     needed = {
         (layout.evaluation_name(impl.run_file), study_scale(study.name))
         for study, impl in ARTIFACTS.values()

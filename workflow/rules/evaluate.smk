@@ -1,6 +1,6 @@
 # Evaluation: arrays that a figure needs beyond the metrics (predictive samples, hidden-state paths, metrics under
 # other solvers or on shifted data), computed from a finished run's checkpoint, one job per (run, evaluation).
-# An evaluation declared in config/evaluations.yaml also reads the datasets it names there (e.g. CIFAR-10-C).
+# An evaluation declared in config/evaluations/<name>.yaml also reads the datasets it names there (e.g. CIFAR-10-C).
 
 
 rule evaluate:

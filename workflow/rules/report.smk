@@ -49,4 +49,5 @@ rule record_timestamps:
     log:
         layout.log_file("report", f"{SCALE}_timestamps"),
     run:
-        Path(log[0]).write_text(f"recorded {record(input.results, Path(output[0]))} result files\n")
+        recorded = record(input.results, Path(output[0]), sources=workflow_sources())
+        Path(log[0]).write_text(f"recorded {recorded} result files\n")

@@ -1,5 +1,8 @@
 # Training: one job per (study, method, dataset, hyperparameters, seed), in its own run folder. Its inputs are the
-# data, the code it runs and the config/train files it composes, so that editing any of them reruns it.
+# data, the code it runs and the config/train files it composes, so that editing any of them reruns it. The device
+# and the thread count are a resource and the job's threads, not params: they say where a run computes, not what,
+# so changing them reruns nothing (a params change would). Each attempt appends to the job's log, which the run's
+# train.log becomes when it succeeds: Snakemake deletes a rerun job's outputs first, train.log with them.
 
 
 rule train:
@@ -21,7 +24,9 @@ rule train:
     threads: config["threads_per_job"]
     resources:
         gpu=training_gpus,
+        device=config["device"],
     params:
         overrides=run_overrides,
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.train {params.overrides} > {log} 2>&1"
+        "python -m bnnrepro.job_server run bnnrepro.train {params.overrides} device={resources.device} threads={threads}"
+        " >> {log:q} 2>&1 && cp {log:q} {output.log:q}"

@@ -1,5 +1,5 @@
 """Artifacts of the SDE-BNN image study drawn from evaluations of its CIFAR-10 runs (Xu et al. 2022;
-bnnrepro.evaluations.image_classification, config/evaluations.yaml):
+bnnrepro.evaluations.image_classification, config/evaluations/):
 
 * Fig. 6a, 11, 12: the SDE-BNN's test metrics under other test-time solver settings ("solver_sweep");
 * Fig. 6b: reliability diagrams of ODEnet and the SDE-BNN ("calibration");

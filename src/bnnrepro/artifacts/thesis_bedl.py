@@ -27,7 +27,7 @@ from bnnrepro.layout import evaluation_file
 from bnnrepro.studies import Run, load_study
 
 STUDY = "thesis_bedl"
-ENTROPY_EVALUATION = "ood_entropy"  # config/evaluations.yaml (bnnrepro.evaluations.ood_detection)
+ENTROPY_EVALUATION = "ood_entropy"  # config/evaluations/ood_entropy.yaml (bnnrepro.evaluations.ood_detection)
 ROWS = {
     "mc_dropout": "MC Dropout", "varout": "VarOut", "dvi": "DVI", "edl": "EDL", "bedl": "BEDL",
     "bedl_hyper": "BEDL-Hyper", "bedl_pac": "BEDL-PAC",

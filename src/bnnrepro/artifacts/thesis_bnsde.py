@@ -30,7 +30,7 @@ from bnnrepro.layout import evaluation_file
 STUDY = "thesis_bnsde"
 FORECAST_EVALUATION = "forecast_paths"  # bnnrepro.evaluations.forecast_paths (not imported here: it needs torch)
 FORECAST_PATHS = evaluation_file(FORECAST_EVALUATION)  # made by bnnrepro.evaluations from each run's checkpoint
-FORECAST_KEYS = ("trajectories", "start", "horizon")  # of its settings per dataset (config/evaluations.yaml)
+FORECAST_KEYS = ("trajectories", "start", "horizon")  # of its settings per dataset (its config/evaluations file)
 
 LV_GRID, LORENZ_GRID = "lotka_volterra", "lorenz_forecasts"
 LV_MODELS = {
@@ -64,8 +64,8 @@ SAMPLE_PATHS = 7  # Fig. 6.9: "seven individual trajectories" per model (§6.6.4
 
 
 def forecast_settings(scale: str, dataset: str) -> Mapping:
-    """The `forecast_paths` setting of `dataset` at `scale` (config/evaluations.yaml): split, start, horizon and
-    trajectories."""
+    """The `forecast_paths` setting of `dataset` at `scale` (config/evaluations/forecast_paths.yaml): split, start,
+    horizon and trajectories."""
     return declared_evaluation(FORECAST_EVALUATION).settings[scale][dataset]
 
 
@@ -154,7 +154,7 @@ class Forecast:
         if steps > self.steps:
             raise ValueError(
                 f"a figure draws {steps} forecast steps, but the {FORECAST_EVALUATION!r} evaluation has {self.steps}: "
-                "raise its `horizon` in config/evaluations.yaml"
+                "raise its `horizon` in config/evaluations/forecast_paths.yaml"
             )
         return Forecast(self.times[: steps + 1], self.observed[: steps + 1], self.paths[:, : steps + 1])
 

@@ -1,7 +1,7 @@
 """`python -m bnnrepro.evaluations RUN_DIR NAME OUT.npz [--data DATASET=FILE ...]`: one evaluation job.
 
 Reloads the finished run in RUN_DIR (its resolved config and checkpoint), computes the arrays of evaluation NAME
-(config/evaluations.yaml) with torch's generator seeded by the run's seed, and writes them atomically as .npz. Each
+(config/evaluations/) with torch's generator seeded by the run's seed, and writes them atomically as .npz. Each
 `--data` is the prepared file of a dataset the evaluation reads besides the run's
 (`bnnrepro.evaluations.declarations.extra_data_files`).
 """

@@ -1,5 +1,5 @@
-"""The evaluations declared in config/evaluations.yaml: for each, the module that computes it, the registry
-datasets it reads besides its run's, the device it computes on and its settings per scale."""
+"""The evaluations declared in config/evaluations/, one file `<name>.yaml` each: the module that computes it, the
+registry datasets it reads besides its run's, the device it computes on and its settings per scale."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ DEVICES = ("cpu", "run")
 
 @dataclass(frozen=True)
 class DeclaredEvaluation:
-    """An entry of config/evaluations.yaml: the module that computes it, the registry datasets it reads besides
-    its run's, its device (DEVICES) and its settings per scale."""
+    """The declaration config/evaluations/<name>.yaml: the module that computes it, the registry datasets it reads
+    besides its run's, its device (DEVICES) and its settings per scale."""
 
     code: str
     data: tuple[str, ...] = ()
@@ -27,22 +27,21 @@ class DeclaredEvaluation:
     settings: Mapping[str, Mapping] = field(default_factory=dict)
 
 
-def evaluations_file() -> Path:
-    return config_dir() / "evaluations.yaml"
+def declaration_file(name: str) -> Path:
+    """The file that declares evaluation `name`: the one input of its jobs that says what they compute."""
+    return config_dir() / "evaluations" / f"{name}.yaml"
 
 
 @cache
 def declared_evaluations() -> dict[str, DeclaredEvaluation]:
-    raw = read_yaml(evaluations_file())
-    declared = {
-        name: DeclaredEvaluation(e["code"], tuple(e.get("data", ())), e.get("device", "cpu"), e.get("settings", {}))
-        for name, e in raw.items()
-    }
-    for name, evaluation in declared.items():
-        if evaluation.device not in DEVICES:
-            raise ValueError(
-                f"config/evaluations.yaml: evaluation {name!r} has device {evaluation.device!r}; use one of {DEVICES}"
-            )
+    declared = {}
+    for path in sorted(declaration_file("*").parent.glob("*.yaml")):
+        e = read_yaml(path)
+        declared[path.stem] = DeclaredEvaluation(
+            e["code"], tuple(e.get("data", ())), e.get("device", "cpu"), e.get("settings", {})
+        )
+        if declared[path.stem].device not in DEVICES:
+            raise ValueError(f"config/evaluations/{path.name}: device {e['device']!r}; use one of {DEVICES}")
     return declared
 
 
@@ -51,8 +50,8 @@ def declared_evaluation(name: str) -> DeclaredEvaluation:
     declared = declared_evaluations()
     if name not in declared:
         raise KeyError(
-            f"unknown evaluation {name!r}: config/evaluations.yaml declares {', '.join(sorted(declared))} "
-            "(declare a new one there, with the module that computes it)"
+            f"unknown evaluation {name!r}: config/evaluations/ declares {', '.join(sorted(declared))} "
+            f"(declare a new one in config/evaluations/{name}.yaml, with the module that computes it)"
         )
     return declared[name]
 

@@ -2,9 +2,9 @@
 one observed state of a split's series, with the observed series over the same span.
 
 The series of a split is its windows in order (bnnrepro.data.dynamics: contiguous, non-overlapping windows, time
-the last column of x). The settings at the run's scale (config/evaluations.yaml) are keyed by the run's dataset:
-the `split`, the observation index `start` of the start state, the `horizon` in Euler-Maruyama steps (of the
-series' own spacing) and the number of sample paths, `trajectories`. Fig. 6.3 starts "from the true value at
+the last column of x). The settings at the run's scale (config/evaluations/forecast_paths.yaml) are keyed by the
+run's dataset: the `split`, the observation index `start` of the start state, the `horizon` in Euler-Maruyama steps
+(of the series' own spacing) and the number of sample paths, `trajectories`. Fig. 6.3 starts "from the true value at
 t = 1" of Lotka-Volterra; Figs. 6.5-6.9 start the Lorenz forecasts at T = 10, the first test observation.
 """
 
@@ -38,8 +38,9 @@ def forecast_setting(settings: Mapping, dataset: str) -> ForecastSetting:
     """The setting of the run's dataset; an error names the datasets that have one."""
     if dataset not in settings:
         raise ValueError(
-            f"evaluation {EVALUATION!r} has no setting for dataset {dataset!r} at this scale (config/evaluations.yaml "
-            f"gives {', '.join(sorted(settings)) or 'none'}): add its split, start, horizon and trajectories there"
+            f"evaluation {EVALUATION!r} has no setting for dataset {dataset!r} at this scale "
+            f"(config/evaluations/{EVALUATION}.yaml gives {', '.join(sorted(settings)) or 'none'}): add its split, "
+            "start, horizon and trajectories there"
         )
     return ForecastSetting(**settings[dataset])
 
@@ -67,8 +68,8 @@ def forecast_span(series: np.ndarray, setting: ForecastSetting) -> np.ndarray:
         raise ValueError(
             f"forecast horizon of {horizon} steps from observation {start} of the {setting.split} series needs "
             f"{start + horizon + 1} observations, but the series has {len(series)} ({max(available, 0)} steps after "
-            f"the start): lower `horizon` (or `start`) of evaluation {EVALUATION!r} in config/evaluations.yaml to fit, "
-            "or train on windows that cover more of the series"
+            f"the start): lower `horizon` (or `start`) of evaluation {EVALUATION!r} in "
+            f"config/evaluations/{EVALUATION}.yaml to fit, or train on windows that cover more of the series"
         )
     return series[start : start + horizon + 1]
 

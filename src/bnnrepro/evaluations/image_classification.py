@@ -1,5 +1,5 @@
 """Evaluations of a trained image classifier (SDE-BNN, ODEnet, ResNet32, ... of `ContinuousDepthMethod`) for the
-CIFAR-10 figures of Xu et al. 2022 (SDE-BNN), declared in config/evaluations.yaml (`bnnrepro.evaluations`).
+CIFAR-10 figures of Xu et al. 2022 (SDE-BNN), declared in config/evaluations/ (`bnnrepro.evaluations`).
 
 * "calibration" (Fig. 6b): metrics and the reliability bins of the predictive on the test split (10 equal-width
   confidence bins: not stated in the paper; the authors' code's), the model as trained.
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from bnnrepro.methods.continuous_depth import ContinuousDepthMethod
 
 WARM_UP_IMAGES = 8  # an untimed pass before the timed solves, so that the first carries no start-up cost
-CORRUPTION_DATASET = "cifar10c"  # the registry dataset of SDE-BNN paper §5.2.2 (config/evaluations.yaml `data`)
+CORRUPTION_DATASET = "cifar10c"  # the registry dataset of SDE-BNN paper §5.2.2 (its evaluation's `data`)
 
 
 def predictive(method: ContinuousDepthMethod, images: np.ndarray, seed: int) -> torch.Tensor:
@@ -177,7 +177,7 @@ EVALUATIONS = {"calibration": calibration, "solver_sweep": solver_sweep, "cifar1
 def evaluation_arrays(
     method: ContinuousDepthMethod, name: str, splits: Splits, inputs: EvaluationInputs
 ) -> dict[str, np.ndarray]:
-    """The arrays of evaluation `name` (config/evaluations.yaml), computed on the run's device."""
+    """The arrays of evaluation `name` (config/evaluations/<name>.yaml), computed on the run's device."""
     if name not in EVALUATIONS:
         raise KeyError(f"unknown image evaluation {name!r}; known: {', '.join(EVALUATIONS)}")
     if getattr(method, "task", None) != "classification":

@@ -1,5 +1,5 @@
 """What an evaluation reads: a finished run (its config, data, trained method and the method as initialised), and
-its declaration's settings at the run's scale and extra datasets (config/evaluations.yaml)."""
+its declaration's settings at the run's scale and extra datasets (config/evaluations/<name>.yaml)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def evaluation_inputs(
     if set(declared.data) != set(data):
         raise ValueError(
             f"evaluation {name!r} reads datasets {sorted(declared.data) or 'none'} besides the run's "
-            f"(config/evaluations.yaml); given {sorted(data) or 'none'}: pass --data DATASET=FILE for each"
+            f"(config/evaluations/{name}.yaml); given {sorted(data) or 'none'}: pass --data DATASET=FILE for each"
         )
     for data_name, path in data.items():
         if not Path(path).is_file():
@@ -80,7 +80,7 @@ def evaluation_inputs(
             )
     scale = cfg.scale.name
     if scale not in declared.settings:
-        raise KeyError(f"config/evaluations.yaml: evaluation {name!r} has no settings for scale {scale!r}")
+        raise KeyError(f"config/evaluations/{name}.yaml: evaluation {name!r} has no settings for scale {scale!r}")
     files = {key: Path(value) for key, value in data.items()}
     run_dataset = OmegaConf.to_container(cfg.dataset, resolve=True) if "dataset" in cfg else {}
     return EvaluationInputs(declared.settings[scale], files, int(cfg.seed), cfg.device, run_dataset, untrained)

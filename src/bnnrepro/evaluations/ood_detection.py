@@ -36,7 +36,7 @@ def ood_images(inputs: EvaluationInputs) -> np.ndarray:
     run_dataset, ood_sets = inputs.run_dataset["name"], inputs.settings["ood_sets"]
     if run_dataset not in ood_sets:
         raise ValueError(
-            f"OOD evaluation: no OOD set for dataset {run_dataset!r}; config/evaluations.yaml pairs "
+            f"OOD evaluation: no OOD set for dataset {run_dataset!r}; config/evaluations/{EVALUATION}.yaml pairs "
             f"{dict(ood_sets)} (add the pair there, and the OOD dataset to the evaluation's `data`)"
         )
     entry = ood_sets[run_dataset]
