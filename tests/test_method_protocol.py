@@ -14,9 +14,11 @@ import torch
 from torch import nn
 
 import bnnrepro.methods
+from bnnrepro.data.registry import dataset_config
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.errors import DivergedError
 from bnnrepro.inference.posterior_targets import GaussianLogLikelihood, NetworkPosterior, SamplingTarget
+from bnnrepro.method_tasks import method_tasks
 from bnnrepro.methods import METHOD_MODULES, build_method, config_method_name, own_training_job
 from bnnrepro.methods.hmc import HamiltonianMonteCarlo
 from bnnrepro.methods.loss_minimiser import LossMinimiser
@@ -34,6 +36,13 @@ SPIRALS = DataSpec("classification", 2, 2, (2,))
 MNIST = DataSpec("classification", 28, 10, (28, 28))
 LORENZ_WINDOWS = DataSpec("forecasting", 24, 0, (24, 4))  # 24 observations of (x, y, z, t)
 CIFAR10 = DataSpec("classification", 32, 10, (32, 32, 3))
+TASK_SPECS = {
+    "regression": TOY,
+    "classification": SPIRALS,
+    "forecasting": LORENZ_WINDOWS,
+    "sampling": DataSpec("sampling", 2, 0, (2,)),
+}
+"""A spec of each task of config/train/dataset."""
 
 
 class WithoutStep(nn.Module):
@@ -79,6 +88,19 @@ def test_method_modules_reads_what_each_module_declares_in_its_methods_tuple() -
         for name in getattr(importlib.import_module(info.name), "METHODS", ())
     }
     assert imported == METHOD_MODULES
+
+
+def test_method_tasks_reads_what_each_module_declares_in_its_tasks_tuple() -> None:
+    """`method_tasks` reads `TASKS = (...)` from the source, as the workflow does: it agrees with the import."""
+    imported = {
+        name: getattr(importlib.import_module(module), "TASKS", None) for name, module in METHOD_MODULES.items()
+    }
+    assert imported == method_tasks()
+
+
+def test_the_task_specs_are_the_dataset_configs_tasks() -> None:
+    tasks = {dataset_config(path.stem)["task"] for path in (train_config_dir() / "dataset").glob("*.yaml")}
+    assert tasks == set(TASK_SPECS)
 
 
 def test_the_hooks_are_the_protocols() -> None:
@@ -128,6 +150,18 @@ def dataset_of(config: str) -> tuple[str, DataSpec]:
     if module.endswith(("repulsive_ensembles", "hmc")):
         return "repulsive_toy", TOY
     return "sdebnn_toy", TOY
+
+
+@pytest.mark.parametrize("config", [name for name in method_configs() if method_tasks()[config_method_name(name)]])
+def test_a_method_refuses_the_tasks_it_does_not_declare(config: str) -> None:
+    """A module's `TASKS`, which the workflow checks a study's pairs against, is what its `build` takes: building on
+    a spec of any other task raises."""
+    tasks = method_tasks()[config_method_name(config)]
+    dataset, _ = dataset_of(config)
+    cfg = compose_config([f"method={config}", f"dataset={dataset}", "run_dir=unused", "scale=smoke"])
+    for task in set(TASK_SPECS) - set(tasks):
+        with pytest.raises(ValueError, match=f"supports {' or '.join(tasks)} data only"):
+            build_method(cfg, TASK_SPECS[task])
 
 
 @pytest.mark.parametrize("config", method_configs())

@@ -21,6 +21,7 @@ from bnnrepro import layout, train_configs
 from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file
 from bnnrepro.files import read_yaml
+from bnnrepro.method_tasks import check_method_tasks
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
 from bnnrepro.train_configs import SCALES, compose_config, composed_files
 
@@ -291,12 +292,15 @@ def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path
     paper grid is composed when a call asks for `paper`: every study's, ~300 compositions, cost a minute) and
     checks the values every scale gives each key against those compositions; the tests compose every scale. With
     `record` (`bnnrepro.dag_cache`), a study and scale checked before with exactly the files of `overrides_digest`
-    are not checked again: editing a config/train file checks again the studies that compose it, not the others."""
+    are not checked again: editing a config/train file checks again the studies that compose it, not the others.
+    Then each method must take the task of each dataset a grid pairs it with (`check_method_tasks`; not recorded, as
+    the method modules it reads are not in the digest: a few milliseconds for every study)."""
     path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
     for scale in scales:
         digest = overrides_digest(study, scale)
         check = partial(_compose_overrides, study, scale, path)
         cached(record if digest else None, f"study_checks/{study.name}/{scale}", digest or "", check)
+        check_method_tasks(study, study.runs(scale))
 
 
 def _compose_overrides(study: Study, scale: str, path: Path) -> None:

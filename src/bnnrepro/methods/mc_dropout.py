@@ -17,6 +17,9 @@ from bnnrepro.models.moment_layers import PlainNetwork, in_chunks, network_shape
 
 METHODS = ("mc_dropout",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+TASKS = ("classification",)
+"""The data tasks (config/train/dataset/*.yaml `task`) it takes; the workflow checks a study's pairs against them
+before any job runs (bnnrepro.method_tasks)."""
 
 
 class MonteCarloDropout(LossMinimiser, FixedArchitectureMethod):
@@ -63,8 +66,8 @@ class MonteCarloDropout(LossMinimiser, FixedArchitectureMethod):
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> MonteCarloDropout:
     cfg = run_cfg.method
-    if spec.task != "classification":
-        raise ValueError(f"method 'mc_dropout' supports classification data only, got {spec.task!r}")
+    if spec.task not in TASKS:
+        raise ValueError(f"method 'mc_dropout' supports {' or '.join(TASKS)} data only, got {spec.task!r}")
     if not 0 <= cfg.dropout < 1:
         raise ValueError(f"method.dropout is a rate in [0, 1), got {cfg.dropout}")
     network = PlainNetwork(network_shapes(cfg, spec.input_shape, spec.num_classes), cfg.dropout)
