@@ -14,7 +14,7 @@ import pytest
 import yaml
 from sklearn.datasets import load_diabetes
 
-from bnnrepro.data import registry, tabular
+from bnnrepro.data import csv_tables, registry, tabular
 from bnnrepro.data.registry import (
     RegistryError,
     check_real_data,
@@ -106,12 +106,112 @@ def test_a_packaged_dataset_is_prepared_and_split_by_dataset_split(write_registr
 
 def test_a_csv_download_is_prepared_with_its_target_column(tmp_path: Path) -> None:
     (tmp_path / "wine.csv").write_text("acidity;sugar;quality\n7.4;1.9;5\n7.8;2.6;6\n")
-    tabular.prepare_csv(tmp_path, tmp_path / "wine.npz", file="wine.csv", target="quality", delimiter=";")
+    csv_tables.prepare_csv(tmp_path, tmp_path / "wine.npz", file="wine.csv", target="quality", delimiter=";")
     with np.load(tmp_path / "wine.npz") as data:
         np.testing.assert_array_equal(data["x"], [[7.4, 1.9], [7.8, 2.6]])
         np.testing.assert_array_equal(data["y"], [5, 6])
     with pytest.raises(ValueError, match="no column 'qualty'; columns: acidity, sugar, quality"):
-        tabular.prepare_csv(tmp_path, tmp_path / "bad.npz", file="wine.csv", target="qualty", delimiter=";")
+        csv_tables.prepare_csv(tmp_path, tmp_path / "bad.npz", file="wine.csv", target="qualty", delimiter=";")
+
+
+def test_an_r_write_csv_export_drops_its_row_names(tmp_path: Path) -> None:
+    # R's write.csv (the MASS exports): an empty first header field and a quoted row name starting each row
+    (tmp_path / "Boston.csv").write_text('"","crim","zn","medv"\n"1",0.00632,18,24\n"2",0.02731,0,21.6\n')
+    csv_tables.prepare_csv(tmp_path, tmp_path / "boston.npz", file="Boston.csv", target="medv")
+    with np.load(tmp_path / "boston.npz") as data:
+        np.testing.assert_array_equal(data["x"], [[0.00632, 18], [0.02731, 0]])
+        np.testing.assert_array_equal(data["y"], [24, 21.6])
+
+
+WINE = "id;acidity;sugar;alcohol;quality\n1;7.4;1.9;9.4;5\n2;7.8;2.6;9.8;6\n"
+
+
+@pytest.mark.parametrize(
+    ("selection", "x"),
+    [
+        ({"features": ["alcohol", "acidity"]}, [[9.4, 7.4], [9.8, 7.8]]),
+        ({"drop": ["id"]}, [[7.4, 1.9, 9.4], [7.8, 2.6, 9.8]]),
+        ({}, [[1, 7.4, 1.9, 9.4], [2, 7.8, 2.6, 9.8]]),  # a named column is a feature unless dropped
+    ],
+)
+def test_a_csv_download_keeps_the_feature_columns_it_names(tmp_path: Path, selection: dict, x: list) -> None:
+    (tmp_path / "wine.csv").write_text(WINE)
+    csv_tables.prepare_csv(
+        tmp_path, tmp_path / "wine.npz", file="wine.csv", target="quality", delimiter=";", **selection
+    )
+    with np.load(tmp_path / "wine.npz") as data:
+        np.testing.assert_array_equal(data["x"], x)
+
+
+@pytest.mark.parametrize(
+    ("selection", "message"),
+    [
+        (
+            {"features": ["acidity", "sugr"]},
+            r"wine.csv: no feature column\(s\) 'sugr'; available columns .*: id, acidity, sugar",
+        ),
+        ({"drop": ["ID", "quality"]}, r"no feature column\(s\) 'ID', 'quality'; available columns \(the target is not"),
+        ({"features": ["sugar"], "drop": ["id"]}, r"wine.csv: give `features` .* or `drop` .*, not both"),
+    ],
+)
+def test_a_csv_column_selection_names_unknown_columns(tmp_path: Path, selection: dict, message: str) -> None:
+    (tmp_path / "wine.csv").write_text(WINE)
+    with pytest.raises(ValueError, match=message):
+        csv_tables.prepare_csv(
+            tmp_path, tmp_path / "w.npz", file="wine.csv", target="quality", delimiter=";", **selection
+        )
+
+
+def csv_download(standin_shape: list[int] | None) -> dict:
+    """A registry entry of a CSV download of wine.csv (with standin_shape when given)."""
+    entry = {
+        "title": "Wine",
+        "url": "https://example.org/",
+        "mirror_path": "wine/",
+        "licence": "CC BY 4.0",
+        "format": "CSV",
+        "files": [{"name": "wine.csv", "md5": "0" * 32}],
+        "prepare": "bnnrepro.data.csv_tables:prepare_csv",
+        "loader": "bnnrepro.data.tabular:load",
+        "standin": "bnnrepro.data.tabular:standin",
+        "options": {"file": "wine.csv", "target": "quality", "delimiter": ";"},
+    }
+    return entry if standin_shape is None else {**entry, "standin_shape": standin_shape}
+
+
+@pytest.mark.parametrize("standin_shape", [[2, 3], [1000, 4]])
+def test_a_standin_shape_that_is_not_the_real_datas_stops_the_prepare_step(
+    write_registry, tmp_path: Path, standin_shape: list[int]
+) -> None:
+    root = write_registry({"downloads": {"wine": csv_download(standin_shape)}})
+    (tmp_path / "wine.csv").write_text(WINE)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"config/datasets.yaml: dataset 'wine' declares standin_shape: {standin_shape} (rows, features), but its "
+            "prepared data has shape [2, 4]; set standin_shape: [2, 4]"
+        ),
+    ):
+        csv_tables.prepare_csv(
+            tmp_path, root / dataset("wine").prepared_file(standin=False), **csv_download(None)["options"]
+        )
+
+
+@pytest.mark.parametrize("standin_shape", [[2, 4], None])
+def test_a_standin_shape_of_the_real_data_or_none_passes(write_registry, tmp_path: Path, standin_shape) -> None:
+    root = write_registry({"downloads": {"wine": csv_download(standin_shape)}})
+    (tmp_path / "wine.csv").write_text(WINE)
+    out = root / dataset("wine").prepared_file(standin=False)
+    csv_tables.prepare_csv(tmp_path, out, **csv_download(None)["options"])
+    assert out.is_file()
+
+
+def test_every_download_with_a_standin_shape_is_checked_when_prepared() -> None:
+    # prepare_csv checks a declared standin_shape against the real data: one on a download prepared otherwise
+    # would go unchecked
+    for entry in registry.downloads():
+        if entry.standin_shape is not None:
+            assert entry.prepare == "bnnrepro.data.csv_tables:prepare_csv", entry.name
 
 
 def test_the_udn_uci_protocol_is_the_tabular_rule() -> None:

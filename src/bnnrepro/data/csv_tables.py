@@ -1,0 +1,97 @@
+"""A CSV download prepared as a table (`prepare: bnnrepro.data.csv_tables:prepare_csv`), for bnnrepro.data.tabular's
+loader and stand-in.
+
+Kept apart from bnnrepro.data.tabular on purpose: that module is imported by `python -m bnnrepro.data`, so it is part
+of the code of every data job, and an edit to it remakes every prepared dataset and reruns every training run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from bnnrepro.data.registry import Download, dataset
+from bnnrepro.data.tabular import write_table
+
+ROW_NAMES = "Unnamed: 0"
+"""pandas' name of a first column whose header field is empty: R's write.csv writes its row names there."""
+
+
+def prepare_csv(
+    raw: Path,
+    out: Path,
+    file: str,
+    target: str,
+    delimiter: str = ",",
+    features: Sequence[str] | None = None,
+    drop: Sequence[str] | None = None,
+) -> None:
+    """A CSV download with a header row: column `target` is y; the features are every other column, or the columns
+    `features` names (in that order), or every other column but those `drop` names (give one of the two at most).
+
+    A first column without a header field holds row names (R's write.csv writes `"","a","b"` and `"1",...` rows, as
+    the MASS exports do) and is dropped; a named column is a feature unless `features` or `drop` says otherwise.
+    Where the registry's entry for `out` declares a standin_shape, it must be the prepared table's shape.
+    """
+    path = raw / file
+    table = pd.read_csv(path, sep=delimiter)
+    if len(table.columns) and table.columns[0] == ROW_NAMES:
+        table = table.drop(columns=[ROW_NAMES])
+    if target not in table.columns:
+        raise ValueError(f"{path}: no column {target!r}; columns: {', '.join(map(str, table.columns))}")
+    x = table[feature_columns(path, [str(c) for c in table.columns if c != target], features, drop)].to_numpy()
+    entry = registered_download(out)
+    if entry is not None:
+        check_standin_shape(entry, x.shape)
+    write_table(out, x, table[target].to_numpy())
+
+
+def feature_columns(
+    path: Path, available: list[str], features: Sequence[str] | None, drop: Sequence[str] | None
+) -> list[str]:
+    """The feature columns of the table at `path` (whose columns other than the target are `available`) that
+    `features` or `drop` select; a name that is not among them raises ValueError naming it and the available ones."""
+    if features is not None and drop is not None:
+        raise ValueError(
+            f"{path}: give `features` (the columns to keep) or `drop` (the columns to leave out), not both"
+        )
+    named = list(features if features is not None else drop or [])
+    unknown = [name for name in named if name not in available]
+    if unknown:
+        raise ValueError(
+            f"{path}: no feature column(s) {', '.join(map(repr, unknown))}; available columns (the target is not "
+            f"one): {', '.join(available)}"
+        )
+    if features is not None:
+        return named
+    return [column for column in available if column not in named]
+
+
+def registered_download(out: Path) -> Download | None:
+    """The download of config/datasets.yaml whose real data the workflow prepares into `out`
+    (results/data/<name>.npz), or None (a file of another name, a table prepared outside the workflow)."""
+    try:
+        entry = dataset(Path(out).stem)
+    except KeyError:
+        return None
+    if isinstance(entry, Download) and Path(entry.prepared_file(standin=False)).name == Path(out).name:
+        return entry
+    return None
+
+
+def check_standin_shape(entry: Download, prepared: tuple[int, ...]) -> None:
+    """Raise ValueError where the entry declares a standin_shape other than the prepared table's [rows, features].
+
+    Rows count as well as features: the registry promises a stand-in of the real data's shape, and every stand-in
+    shape it holds so far (the UCI sets', bnnrepro.data.uci.SHAPES) equals the real data's rows and features.
+    """
+    if entry.standin_shape is None or tuple(entry.standin_shape) == tuple(prepared):
+        return
+    declared, actual = list(entry.standin_shape), list(prepared)
+    raise ValueError(
+        f"config/datasets.yaml: dataset {entry.name!r} declares standin_shape: {declared} (rows, features), but its "
+        f"prepared data has shape {actual}; set standin_shape: {actual}, so that the offline stand-in has the real "
+        "data's shape"
+    )
