@@ -55,9 +55,11 @@ onstart:
 
 onsuccess:
     stop_job_server()
+    drop_superseded_report()
     stop_rate_limiter_timers()
 
 
 onerror:
     stop_job_server()
+    set_aside_outdated_report()
     stop_rate_limiter_timers()

@@ -117,6 +117,7 @@ def _session_folder(name: str) -> Path:
 ONE_WORKER_MODULES = {
     "tests/test_pipeline.py",  # the smoke DAG that its tests share (some edit it in place, then put it back)
     "tests/test_continuous_depth_runs.py",  # the toy runs that its tests share
+    "tests/test_reliability.py",  # the one-study project that its tests copy
 }
 """Modules whose tests run on one pytest-xdist worker, one after another: they share a session fixture."""
 

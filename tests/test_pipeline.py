@@ -295,6 +295,27 @@ def test_an_edited_train_config_reruns_exactly_the_runs_that_compose_it(
     assert jobs.get("generate_data", 0) == regenerated
 
 
+def test_an_edited_evaluation_reruns_only_its_own_jobs(built: Path) -> None:
+    """Each evaluation is declared in its own file (config/evaluations/<name>.yaml), an input of its jobs alone: an
+    edit plans again the evaluations of that name; a new declaration that no study uses plans nothing."""
+    declaration, unused = built / "config/evaluations/toy_paths.yaml", built / "config/evaluations/unused.yaml"
+    original, stat = declaration.read_text(), declaration.stat()
+    unused.write_text(original)
+    try:
+        assert "Nothing to be done" in run(["snakemake", "-n"], built).stdout
+        declaration.write_text(original + "\n# an edit\n")
+        planned = run(["snakemake", "-n"], built).stdout
+    finally:
+        unused.unlink()
+        declaration.write_text(original)
+        os.utime(declaration, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    toy_paths = {
+        str(p.relative_to(built)) for p in built.glob(f"results/smoke/*/runs/**/{layout.EVALUATIONS}/toy_paths.npz")
+    }
+    assert toy_paths and set(planned_outputs(planned, "evaluate")) == toy_paths
+    assert "train" not in scheduled_jobs(planned)
+
+
 SPIRALS_RUN = "results/smoke/udn_spirals/runs/udn/spirals/omega=2+lr=0.01/seed=0"
 
 

@@ -95,6 +95,36 @@ def test_an_unknown_real_data_name_is_named(project: Path) -> None:
     assert "'mnsit' is no download" in dry_run_error(project, "scale=smoke", "real_data=[mnsit]")
 
 
+def test_a_method_paired_with_data_it_cannot_take_is_named_before_any_job(project: Path) -> None:
+    (project / "config/studies/dropout_on_boston.yaml").write_text(
+        "paper: own\ngrids:\n  main: {method: [mc_dropout], dataset: [uci_boston], seed: [0]}\n"
+        "method_variants:\n  mc_dropout: {method: mc_dropout}\n"
+    )
+    message = dry_run_error(project, "scale=smoke", "studies=[dropout_on_boston]", "datasets=[]")
+    assert (
+        "config/studies/dropout_on_boston.yaml: method 'mc_dropout' takes classification data only, but dataset "
+        "'uci_boston' is regression (grid main); remove the pair from the grid" in message
+    )
+
+
+def test_a_run_the_grid_does_not_have_is_named_with_how_to_list_the_runs(project: Path) -> None:
+    target = "results/smoke/udn_spirals/runs/udn/spirals/omega=99+lr=0.01/seed=0/metrics.json"
+    result = run(["snakemake", "-n", target, "--config", "scale=smoke", "studies=[udn_spirals]"], project, check=False)
+    message = result.stdout + result.stderr
+    assert result.returncode != 0 and "KeyError" not in message
+    assert "its grid at 'smoke' has no run 'udn/spirals/omega=99+lr=0.01/seed=0'" in message
+    assert "python -m bnnrepro.fidelity targets udn_spirals --scale smoke` lists them" in message
+
+
+def test_a_second_downloads_block_is_named_with_the_fix(project: Path) -> None:
+    """As one writes it following the README's "downloads:" for a CSV file: YAML would keep only the second block."""
+    registry = project / "config/datasets.yaml"
+    registry.write_text(registry.read_text() + "\ndownloads:\n  my_table:\n    title: a CSV of my own\n")
+    message = dry_run_error(project, "scale=smoke")
+    assert "config/datasets.yaml:" in message and "key 'downloads' is given a second time (first on line 13)" in message
+    assert "put the entries of both under one 'downloads:'" in message
+
+
 def test_study_grids_expand_to_one_run_per_point() -> None:
     study = load_study("udn_spirals")
     paper = study.runs("paper")

@@ -16,13 +16,12 @@ import yaml
 WORKFLOW_CONFIG_PATTERNS = (
     "config/config.yaml",
     "config/datasets.yaml",
-    "config/evaluations.yaml",
     "config/evaluations/*.yaml",
     "config/studies/*.yaml",
     "config/train/**/*.yaml",
     "src/bnnrepro/artifacts/catalog.yaml",
 )
-"""The YAML files the workflow reads, relative to the project root (evaluations as one file or a folder of them)."""
+"""The YAML files the workflow reads, relative to the project root ."""
 
 
 class DuplicateKeyError(ValueError):

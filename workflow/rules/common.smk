@@ -17,6 +17,7 @@ from snakemake.utils import validate
 from bnnrepro import layout
 from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import CATALOG, catalog
+from bnnrepro.config_keys import DuplicateKeyError, check_unique_keys, workflow_config_files
 from bnnrepro.data.registry import (
     RegistryError,
     check_real_data,
@@ -59,11 +60,13 @@ SCALE_NAMES = "|".join(SCALES)
 config.setdefault("study_scales", {})
 REAL_DATA = config["real_data"]
 
-# config/datasets.yaml against its schema, its function references, and config 'real_data', before any job runs.
+# A key given twice in one of the workflow's YAML files (YAML keeps the last silently); config/datasets.yaml against
+# its schema, its function references, and config 'real_data': before any job runs.
 try:
+    check_unique_keys(workflow_config_files(project_root()))
     check_references()
     check_real_data(REAL_DATA)
-except RegistryError as err:
+except (DuplicateKeyError, RegistryError) as err:
     raise WorkflowError(str(err)) from None
 TIMESTAMPS = layout.timestamps_file(SCALE)
 # Work done while the DAG is built and kept for the next call (bnnrepro.dag_cache): the studies' override checks,
@@ -191,8 +194,20 @@ def all_study_metrics():
 
 
 def study_run(wildcards):
-    """(study, run) of a training job's wildcards."""
-    return RUNS[layout.run_folder(wildcards.scale, wildcards.study, wildcards.run)]
+    """(study, run) of a training job's wildcards; a folder that is no run of this DAG is an error that says why."""
+    folder = layout.run_folder(wildcards.scale, wildcards.study, wildcards.run)
+    if folder in RUNS:
+        return RUNS[folder]
+    if wildcards.study not in STUDIES:
+        why = f"study {wildcards.study!r} is not among config 'studies' ({', '.join(STUDIES)})"
+    elif wildcards.scale != study_scale(wildcards.study):
+        why = f"study {wildcards.study!r} runs at scale {study_scale(wildcards.study)!r} (config 'scale', 'study_scales')"
+    else:
+        why = f"its grid at {wildcards.scale!r} has no run {wildcards.run!r} (config/studies/{wildcards.study}.yaml)"
+    raise WorkflowError(
+        f"{folder}: not a run of this workflow: {why}. Ask for a run the grid has: "
+        f"`python -m bnnrepro.fidelity targets {wildcards.study} --scale {wildcards.scale}` lists them"
+    )
 
 
 def run_data(wildcards):
@@ -519,9 +534,14 @@ def draw_function_files():
     return project_paths({impl.source_file for _, impl in ARTIFACTS.values()})
 
 
+EXECUTION_SETTINGS = ("device", "threads_per_job", "job_server")
+"""Config keys that say where and how fast jobs compute, not what: no rerun trigger (each run records the device it
+ran on)."""
+
+
 def report_config():
-    """The run's configuration, shell-quoted, for the report's provenance."""
-    return shlex.quote(json.dumps(config, sort_keys=True))
+    """The run's configuration but its EXECUTION_SETTINGS, shell-quoted, for the report's provenance."""
+    return shlex.quote(json.dumps({k: v for k, v in config.items() if k not in EXECUTION_SETTINGS}, sort_keys=True))
 
 
 def stop_rate_limiter_timers():
@@ -531,6 +551,32 @@ def stop_rate_limiter_timers():
     for thread in threading.enumerate():
         if isinstance(thread, threading.Timer):
             thread.cancel()
+
+
+OUTDATED_REPORT = f"{layout.REPORTS}/report-outdated.pdf"
+
+
+def set_aside_outdated_report():
+    """The report never outlives its inputs: when a run fails, Snakemake has deleted the outputs of its failed jobs,
+    which reports/report.pdf may still show. If a result the report reads is missing, the report is moved to
+    reports/report-outdated.pdf (kept for reference, not lost); the next run that succeeds writes reports/report.pdf
+    again. Called by onerror."""
+    pdf = Path(layout.REPORT_PDF)
+    if not pdf.exists():
+        return
+    missing = [f for f in result_files() if f not in (layout.REPORT_PDF, layout.REPORT_TYPST) and not Path(f).exists()]
+    if missing:
+        os.replace(pdf, OUTDATED_REPORT)
+        logger.warning(
+            f"{layout.REPORT_PDF} showed results that are missing now ({len(missing)}, e.g. {missing[0]}): moved to "
+            f"{OUTDATED_REPORT}; the next run that succeeds writes {layout.REPORT_PDF} again"
+        )
+
+
+def drop_superseded_report():
+    """After a run that succeeds, reports/report.pdf is current: a report set aside as outdated goes. Called by
+    onsuccess."""
+    Path(OUTDATED_REPORT).unlink(missing_ok=True)
 
 
 JOB_SERVERS = []

@@ -1,8 +1,8 @@
 # Training: one job per (study, method, dataset, hyperparameters, seed), in its own run folder. Its inputs are the
 # data, the code it runs and the config/train files it composes, so that editing any of them reruns it. The device
 # and the thread count are a resource and the job's threads, not params: they say where a run computes, not what,
-# so changing them reruns nothing (a params change would). Each attempt appends to the job's log, which the run's
-# train.log becomes when it succeeds: Snakemake deletes a rerun job's outputs first, train.log with them.
+# so changing them reruns nothing (a params change would). The run's train.log is updated in place (Snakemake deletes
+# a job's other outputs and its log before a rerun): it keeps every attempt, each marked by the job.
 
 
 rule train:
@@ -14,7 +14,7 @@ rule train:
         metrics=layout.run_file(layout.RUN_METRICS),
         config=layout.run_file(layout.RUN_CONFIG),
         checkpoint=layout.run_file(layout.RUN_CHECKPOINT),
-        log=layout.run_file(layout.RUN_LOG),
+        log=update(layout.run_file(layout.RUN_LOG)),  # not deleted before a rerun: each attempt appends to it
     log:
         layout.log_file("train", "{scale}/{study}/{run}"),
     wildcard_constraints:
@@ -29,4 +29,4 @@ rule train:
         overrides=run_overrides,
     shell:
         "python -m bnnrepro.job_server run bnnrepro.train {params.overrides} device={resources.device} threads={threads}"
-        " >> {log:q} 2>&1 && cp {log:q} {output.log:q}"
+        " > {log} 2>&1"

@@ -1,9 +1,5 @@
 """A CSV download prepared as a table (`prepare: bnnrepro.data.csv_tables:prepare_csv`), for bnnrepro.data.tabular's
-loader and stand-in.
-
-Kept apart from bnnrepro.data.tabular on purpose: that module is imported by `python -m bnnrepro.data`, so it is part
-of the code of every data job, and an edit to it remakes every prepared dataset and reruns every training run.
-"""
+loader and stand-in: which columns are features, and whether the real table has the shape its stand-in declares."""
 
 from __future__ import annotations
 

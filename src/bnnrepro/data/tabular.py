@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from bnnrepro.data.registry import Download, PackagedDataset, resolve
 from bnnrepro.data.spec import Splits
@@ -64,14 +63,6 @@ def prepare_packaged(entry: PackagedDataset, out: Path) -> None:
     data = resolve(entry.source)(**entry.options)
     x, y = data if isinstance(data, tuple) else (data.data, data.target)
     write_table(out, x, y)
-
-
-def prepare_csv(raw: Path, out: Path, file: str, target: str, delimiter: str = ",") -> None:
-    """A CSV download with a header row: column `target` is y, every other column a feature."""
-    table = pd.read_csv(raw / file, sep=delimiter)
-    if target not in table.columns:
-        raise ValueError(f"{raw / file}: no column {target!r}; columns: {', '.join(map(str, table.columns))}")
-    write_table(out, table.drop(columns=[target]).to_numpy(), table[target].to_numpy())
 
 
 def load(path: Path, config: Mapping) -> Splits:

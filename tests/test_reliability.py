@@ -1,0 +1,142 @@
+"""Nothing lost and nothing stale, as a user meets it on a one-study project: the README's own-dataset walk-through
+(four regression methods on scikit-learn's diabetes data, eight runs at smoke) built with `dvc repro`, then changed.
+
+Each test copies the built project and does one thing a user does: asks for a GPU the machine lacks, changes a
+setting that cannot change a result, checks out results made from another config, has a job fail, kills a run.
+The principles: nothing is deleted before the job that replaces it can start; whether a result is current is decided
+by content; the report never outlives its inputs; only settings that can change a result rerun anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import OFFLINE, ROOT, copy_project, environment, run
+from tests.test_own_dataset import walkthrough_blocks
+from tests.test_pipeline import planned_outputs, scheduled_jobs
+
+pytestmark = pytest.mark.slow
+
+RUNS = "results/smoke/diabetes/runs"
+GP_RUN = f"{RUNS}/gp/sklearn_diabetes/split=0/seed=0"
+PROTOCOL = "config/train/protocol/sklearn_diabetes_smoke.yaml"
+
+
+@pytest.fixture(scope="module")
+def built_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = copy_project(tmp_path_factory.mktemp("one_study") / "project")
+    for action, path, text in walkthrough_blocks((ROOT / "README.md").read_text()):
+        target = project / path
+        target.write_text(target.read_text() + "\n" + text if action == "append to" else text)
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    config.update(scale="smoke", studies=["diabetes"], datasets=[])
+    (project / "config/config.yaml").write_text(yaml.safe_dump(config))
+    run(["git", "init", "-q"], project)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", "--allow-empty"], project)
+    run(["dvc", "init", "-q"], project)
+    run(["dvc", "config", "core.analytics", "false"], project)
+    run([*OFFLINE, "dvc", "repro"], project, timeout=900)
+    return project
+
+
+@pytest.fixture
+def tree(built_study: Path, tmp_path: Path) -> Path:
+    """A copy of the built project, file times kept."""
+    return Path(shutil.copytree(built_study, tmp_path / "project", symlinks=True))
+
+
+def result_times(tree: Path) -> dict[str, int]:
+    return {str(p.relative_to(tree)): p.stat().st_mtime_ns for p in (tree / "results").rglob("*") if p.is_file()}
+
+
+def nothing_to_do(output: str) -> bool:
+    return "Nothing to be done" in output
+
+
+def test_device_cuda_without_a_gpu_stops_before_it_deletes_anything(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")  # no GPU, also on a machine that has one
+    (tree / GP_RUN / "metrics.json").unlink()  # one run to do
+    before = result_times(tree)
+    planned = run(["snakemake", "-n", "--config", "device=cuda"], tree).stdout
+    assert scheduled_jobs(planned)["train"] == 1  # the device is no rerun trigger: the other seven stay done
+    result = run(["snakemake", "--cores", "1", "--config", "device=cuda"], tree, check=False)
+    assert result.returncode != 0
+    assert "config 'device' is cuda, but this machine shows no GPU" in result.stdout + result.stderr
+    assert "device=auto" in result.stdout + result.stderr  # the fix
+    assert result_times(tree) == before  # the unfinished run's other files included
+
+
+@pytest.mark.parametrize("setting", ["threads_per_job=2", "device=cpu"])
+def test_a_setting_that_cannot_change_results_reruns_nothing(tree: Path, setting: str) -> None:
+    assert nothing_to_do(run(["snakemake", "-n", "--config", setting], tree).stdout)
+    # control: a change that can change results is planned (the gp runs compose this file)
+    method = tree / "config/train/method/gp.yaml"
+    method.write_text(method.read_text() + "\n# an edit\n")
+    assert scheduled_jobs(run(["snakemake", "-n", "--config", setting], tree).stdout)["train"] == 2
+
+
+def test_results_checked_out_after_a_config_edit_are_rerun_where_the_edit_reaches(tree: Path) -> None:
+    """`dvc checkout` writes the cached results newer than the edit; their recorded sources tell them apart."""
+    run(["rm", "-rf", "results", "reports"], tree)
+    run(["dvc", "checkout", "-q", "report"], tree)
+    assert nothing_to_do(run(["snakemake", "-n"], tree).stdout)  # control: the same sources, nothing to do
+
+    method = tree / "config/train/method/gp.yaml"
+    method.write_text(method.read_text() + "\n# an edit that no run has seen\n")
+    run(["rm", "-rf", "results", "reports"], tree)
+    run(["dvc", "checkout", "-q", "report"], tree)
+    assert (tree / GP_RUN / "metrics.json").stat().st_mtime_ns > method.stat().st_mtime_ns  # what fooled Snakemake
+    planned = run(["snakemake", "-n"], tree).stdout
+    assert sorted(str(Path(f).parent) for f in planned_outputs(planned, "train")) == [
+        f"{RUNS}/gp/sklearn_diabetes/split={split}/seed=0" for split in (0, 1)
+    ]
+
+
+def test_a_failed_job_leaves_no_report_that_shows_what_it_removed(tree: Path) -> None:
+    protocol = tree / PROTOCOL
+    original = protocol.read_text()
+    protocol.write_text(original.replace("batch_size: 512", "batch_size: 0"))  # every run fails in its job
+    result = run(["snakemake", "--cores", "1"], tree, check=False)
+    assert result.returncode != 0
+    assert len(list((tree / RUNS).rglob("metrics.json"))) < 8  # Snakemake removed the failed job's outputs
+    assert not (tree / "reports/report.pdf").exists()
+    assert (tree / "reports/report-outdated.pdf").stat().st_size > 0  # set aside, not lost
+    assert "moved to reports/report-outdated.pdf" in result.stdout + result.stderr
+
+    protocol.write_text(original)  # control: the next run that succeeds writes the report again
+    run(["snakemake", "--cores", "1"], tree)
+    assert (tree / "reports/report.pdf").exists() and not (tree / "reports/report-outdated.pdf").exists()
+
+
+def test_the_train_log_of_a_resumed_run_keeps_every_attempt(tree: Path) -> None:
+    protocol = tree / PROTOCOL
+    settings = yaml.safe_load(protocol.read_text())
+    settings["train"].update(epochs=200, eval_every=100, checkpoint_every=10)  # 20 ms an epoch
+    protocol.write_text("# @package _global_\n" + yaml.safe_dump(settings))
+    target = [f"{GP_RUN}/metrics.json"]
+    command = ["snakemake", "--cores", "1", *target, "--config", "job_server=False"]
+    job = subprocess.Popen(command, cwd=tree, env=environment(tree), start_new_session=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while not (tree / GP_RUN / "resume.pt").exists() and job.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job.poll() is None and (tree / GP_RUN / "resume.pt").exists(), "the run ended before it could be killed"
+    os.killpg(job.pid, signal.SIGKILL)  # snakemake and its job
+    job.wait()
+    run(["snakemake", "--unlock"], tree)
+    run(command, tree)
+    attempts = re.findall(r"=== attempt started on \S+, config (\w+): (.*)", (tree / GP_RUN / "train.log").read_text())
+    # the built run's (another protocol), the killed one and the one that resumed it
+    assert [start for _, start in attempts] == ["training from the start"] * 2 + ["resuming from resume.pt"]
+    assert attempts[0][0] != attempts[1][0] == attempts[2][0]
