@@ -68,7 +68,7 @@ def planned_jobs(dry_run: str) -> dict[str, list[dict[str, list[str]]]]:
             jobs.setdefault(line[5:-1], []).append(job)
         elif line.startswith(("input: ", "output: ")):
             key, _, files = line.partition(": ")
-            job[key] = files.split(", ")
+            job[key] = [file.removesuffix(" (update)") for file in files.split(", ")]
     return jobs
 
 

@@ -12,8 +12,9 @@ import yaml
 
 from bnnrepro import studies
 from bnnrepro.data.registry import dataset_config
-from bnnrepro.method_tasks import check_method_tasks, dataset_task, method_tasks
+from bnnrepro.method_tasks import dataset_task, method_tasks
 from bnnrepro.paths import train_config_dir
+from bnnrepro.studies import task_mismatch
 from bnnrepro.train_configs import SCALES
 from tests.conftest import ROOT
 
@@ -58,4 +59,4 @@ def test_a_classification_method_on_regression_data_is_refused_before_any_job(
 def test_every_committed_study_pairs_each_method_with_data_it_takes(name: str) -> None:
     study = studies.load_study(name)
     for scale in SCALES:
-        check_method_tasks(study, study.runs(scale))
+        assert task_mismatch(study, study.runs(scale)) is None

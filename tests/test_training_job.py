@@ -141,6 +141,20 @@ def test_training_runs_on_cuda(spiral_file: Path, tmp_path: Path) -> None:
     assert result["metrics"]["test_accuracy"] > 0.5
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+@pytest.mark.parametrize("method", ["udn", "finite"])
+def test_a_run_on_the_gpu_ends_with_the_cpu_runs_metrics(spiral_file: Path, tmp_path: Path, method: str) -> None:
+    """The device is no rerun trigger of the workflow (rule `train`): a run trained on the GPU ends where the same
+    run on the CPU does, up to float32 rounding (kernels sum in another order)."""
+    runs = {device: train(spiral_file, tmp_path / device, f"method={method}", f"device={device}", "train.epochs=30")
+            for device in ("cpu", "cuda")}  # fmt: skip
+    assert [runs[d]["ran_on"]["device"] for d in ("cpu", "cuda")] == ["cpu", "cuda"], runs["cuda"]["ran_on"]
+    cpu, cuda = runs["cpu"]["metrics"], runs["cuda"]["metrics"]
+    assert abs(cpu["test_accuracy"] - cuda["test_accuracy"]) <= 0.01, (cpu, cuda)
+    assert cpu["test_nll"] == pytest.approx(cuda["test_nll"], rel=1e-3), (cpu, cuda)
+
+
 def test_a_long_run_logs_its_progress_with_the_time_left(
     spiral_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bnnrepro import methods
-from bnnrepro.methods import METHOD_MODULES, config_method_name
-from bnnrepro.paths import project_root, studies_dir, train_config_dir
+from bnnrepro.methods import METHOD_MODULES
+from bnnrepro.paths import train_config_dir
 from bnnrepro.train_configs import read_config_file
-
-if TYPE_CHECKING:
-    from bnnrepro.studies import Run, Study
 
 DECLARED_TASKS = re.compile(r"^TASKS\s*=\s*(\([^)]*\))", flags=re.MULTILINE)
 """A method module's `TASKS = ("task", ...)` declaration; group 1 is the tuple."""
@@ -46,28 +41,6 @@ def method_tasks() -> dict[str, tuple[str, ...] | None]:
     return {name: _module_tasks(module) for name, module in METHOD_MODULES.items()}
 
 
-def check_method_tasks(study: Study, runs: Iterable[Run]) -> None:
-    """StudyError naming the study file, the method, the dataset, its task and the fix when one of `runs` pairs a
-    method with a dataset whose task the method does not take; each distinct (method variant, dataset) once."""
-    from bnnrepro.studies import StudyError  # studies imports this module
-
-    pairs = {(run.method, run.dataset): run for run in runs}
-    declared = method_tasks()
-    dataset_tasks = {name: dataset_task(name) for name in {name for _, name in pairs}}
-    for run in pairs.values():
-        method = config_method_name(study.method_variants[run.method]["method"])
-        tasks, task = declared[method], dataset_tasks[run.dataset]
-        if tasks is None or task in tasks:
-            continue
-        path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
-        named = f"method {run.method!r}" + (f" (method {method!r})" if method != run.method else "")
-        raise StudyError(
-            f"{path}: {named} takes {' or '.join(tasks)} data only, but dataset {run.dataset!r} is {task} "
-            f"(grid {', '.join(_grids_with(study, run))}); remove the pair from the grid or pick a method that "
-            f"takes {task}"
-        )
-
-
 def dataset_task(name: str) -> str | None:
     """The `task` that config/train/dataset/<name>.yaml sets, itself or through its defaults list (uci_boston -> uci:
     regression), as `config_method_name` reads a method's name; None when none sets one. Read with the files the
@@ -77,9 +50,3 @@ def dataset_task(name: str) -> str | None:
         return cfg["task"]
     parents = [entry for entry in cfg.get("defaults", []) if isinstance(entry, str) and entry != "_self_"]
     return dataset_task(parents[0]) if parents else None
-
-
-def _grids_with(study: Study, run: Run) -> list[str]:
-    """The names of the study's grids at the run's scale that pair its method variant with its dataset."""
-    grids = study.scale_grids(run.scale).items()
-    return [name for name, grid in grids if run.method in grid["method"] and run.dataset in grid["dataset"]]

@@ -8,7 +8,7 @@ point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.lay
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
 from importlib.metadata import version
@@ -21,7 +21,8 @@ from bnnrepro import layout, train_configs
 from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file
 from bnnrepro.files import read_yaml
-from bnnrepro.method_tasks import check_method_tasks
+from bnnrepro.method_tasks import dataset_task, method_tasks
+from bnnrepro.methods import config_method_name
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
 from bnnrepro.train_configs import SCALES, compose_config, composed_files
 
@@ -293,14 +294,15 @@ def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path
     checks the values every scale gives each key against those compositions; the tests compose every scale. With
     `record` (`bnnrepro.dag_cache`), a study and scale checked before with exactly the files of `overrides_digest`
     are not checked again: editing a config/train file checks again the studies that compose it, not the others.
-    Then each method must take the task of each dataset a grid pairs it with (`check_method_tasks`; not recorded, as
+    Then each method must take the task of each dataset a grid pairs it with (`task_mismatch`, below; not recorded, as
     the method modules it reads are not in the digest: a few milliseconds for every study)."""
     path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
     for scale in scales:
         digest = overrides_digest(study, scale)
         check = partial(_compose_overrides, study, scale, path)
         cached(record if digest else None, f"study_checks/{study.name}/{scale}", digest or "", check)
-        check_method_tasks(study, study.runs(scale))
+        if mismatch := task_mismatch(study, study.runs(scale)):
+            raise StudyError(mismatch)
 
 
 def _compose_overrides(study: Study, scale: str, path: Path) -> None:
@@ -356,3 +358,31 @@ def _check_grid_keys(grid: dict, config: DictConfig, where: str) -> None:
 def _is_kind(value: object, types: tuple[type, ...]) -> bool:
     """isinstance, with booleans apart from numbers."""
     return isinstance(value, types) and (bool in types or not isinstance(value, bool))
+
+
+def task_mismatch(study: Study, runs: Iterable[Run]) -> str | None:
+    """The error naming the study file, the method, the dataset, its task and the fix when one of `runs` pairs a
+    method with a dataset whose task the method does not take (None when none does); each distinct (method variant,
+    dataset) once."""
+    pairs = {(run.method, run.dataset): run for run in runs}
+    declared = method_tasks()
+    dataset_tasks = {name: dataset_task(name) for name in {name for _, name in pairs}}
+    for run in pairs.values():
+        method = config_method_name(study.method_variants[run.method]["method"])
+        tasks, task = declared[method], dataset_tasks[run.dataset]
+        if tasks is None or task in tasks:
+            continue
+        path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
+        named = f"method {run.method!r}" + (f" (method {method!r})" if method != run.method else "")
+        return (
+            f"{path}: {named} takes {' or '.join(tasks)} data only, but dataset {run.dataset!r} is {task} "
+            f"(grid {', '.join(_grids_with(study, run))}); remove the pair from the grid or pick a method that "
+            f"takes {task}"
+        )
+    return None
+
+
+def _grids_with(study: Study, run: Run) -> list[str]:
+    """The names of the study's grids at the run's scale that pair its method variant with its dataset."""
+    grids = study.scale_grids(run.scale).items()
+    return [name for name, grid in grids if run.method in grid["method"] and run.dataset in grid["dataset"]]

@@ -201,7 +201,9 @@ def study_run(wildcards):
     if wildcards.study not in STUDIES:
         why = f"study {wildcards.study!r} is not among config 'studies' ({', '.join(STUDIES)})"
     elif wildcards.scale != study_scale(wildcards.study):
-        why = f"study {wildcards.study!r} runs at scale {study_scale(wildcards.study)!r} (config 'scale', 'study_scales')"
+        why = (
+            f"study {wildcards.study!r} runs at scale {study_scale(wildcards.study)!r} (config 'scale', 'study_scales')"
+        )
     else:
         why = f"its grid at {wildcards.scale!r} has no run {wildcards.run!r} (config/studies/{wildcards.study}.yaml)"
     raise WorkflowError(
@@ -332,7 +334,7 @@ def prepared_datasets():
 
 
 def run_override_list(wildcards):
-    """Hydra overrides of one training job: what it trains (the rule adds where: device and threads)."""
+    """Hydra overrides of one training job: what it trains (rule `train` adds where, device and threads)."""
     study, run = study_run(wildcards)
     return [
         *training_inputs.training_overrides(study, run, wildcards.scale, REAL_DATA),
@@ -361,6 +363,7 @@ def gpu_visible():
 
 
 TRAINING_GPUS = 1 if config["device"] == "cuda" or (config["device"] == "auto" and gpu_visible()) else 0
+
 
 def check_device():
     """device=cuda on a machine without a GPU stops the run before any job starts: a job would fail only after

@@ -125,5 +125,5 @@ class PointMassPrior(nn.Module):
 
 def expected_depth(log_probs: torch.Tensor) -> float:
     """E_q[l] = sum_l l q(l) for log q(l), l = 1..m."""
-    depths = torch.arange(1, log_probs.numel() + 1, dtype=log_probs.dtype)
+    depths = torch.arange(1, log_probs.numel() + 1, dtype=log_probs.dtype, device=log_probs.device)
     return float((log_probs.exp() * depths).sum())
