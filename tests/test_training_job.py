@@ -143,6 +143,15 @@ def test_training_runs_on_cuda(spiral_file: Path, tmp_path: Path) -> None:
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+def test_every_method_variant_trains_on_cuda() -> None:
+    """scripts/cuda_smoke_runs.py: one smoke run of each study's method variants with device=cuda."""
+    sweep = subprocess.run([sys.executable, "scripts/cuda_smoke_runs.py"], cwd=ROOT, env=environment(ROOT),
+                           capture_output=True, text=True)  # fmt: skip
+    assert sweep.returncode == 0, sweep.stdout + sweep.stderr
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
 @pytest.mark.parametrize("method", ["udn", "finite"])
 def test_a_run_on_the_gpu_ends_with_the_cpu_runs_metrics(spiral_file: Path, tmp_path: Path, method: str) -> None:
     """The device is no rerun trigger of the workflow (rule `train`): a run trained on the GPU ends where the same

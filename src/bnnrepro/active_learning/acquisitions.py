@@ -17,6 +17,7 @@ from bnnrepro.active_learning.policy import PolicyNetwork
 from bnnrepro.active_learning.reinforce import RewardBaseline, discounted_returns, policy_loss
 from bnnrepro.active_learning.state import state_moments, thinned
 from bnnrepro.inference.classification_likelihoods import MultiLabelProbit, mutual_information, probit_predictive
+from bnnrepro.inference.gaussian_moments import Moments
 from bnnrepro.optim import Adam
 
 
@@ -108,7 +109,7 @@ class ReinforcedAcquisition:
     def choose(self, predictor, x: torch.Tensor, count: int, generator: torch.Generator) -> torch.Tensor:
         if self.cfg.reinitialise and self.episodes > 0:
             self._fresh_policy()
-        moments = predictor.output_moments(x)
+        moments = Moments(*(m.cpu() for m in predictor.output_moments(x)))  # the policy and its feedback: on the CPU
         ranking = entropy_ranking(MultiLabelProbit.entropy(probit_predictive(*moments)))
         chosen, log_probabilities = [], []
         for _ in range(count):

@@ -19,6 +19,7 @@ Before any fit, Sigma is the prior prior_variance I around the initial weights.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 
@@ -93,15 +94,19 @@ class LaplaceApproximation(LossMinimiser, FixedArchitectureMethod):
         return -log_likelihood.mean() + 0.5 * self.map_prior_precision * squared_norm / num_train
 
     def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
-        """The last-layer Laplace approximation at the current weights on the whole training set."""
+        """The last-layer Laplace approximation at the current weights on the whole training set. On a GPU it is fitted
+        on a CPU copy of the network: laplace-torch 0.3's curvlinops backend multiplies by a `torch.eye` it makes on the
+        CPU (laplace/curvature/curvlinops.py, `full`)."""
+        network = self.network if x_train.device.type == "cpu" else copy.deepcopy(self.network).cpu()
+        x_train, y_train = x_train.cpu(), y_train.cpu()
         laplace = laplace_class()(
-            self.network,
+            network,
             "regression",
             subset_of_weights=SUBSETS_OF_WEIGHTS[0],
             hessian_structure=HESSIAN_STRUCTURES[0],
             sigma_noise=float(self.likelihood.log_scale.exp()),
             prior_precision=self.map_prior_precision,
-            last_layer_name=str(len(self.network) - 1),
+            last_layer_name=str(len(network) - 1),
         )
         # the loader's own generator: iterating a DataLoader otherwise draws a seed from torch's global stream
         loader = DataLoader(TensorDataset(x_train, y_train), batch_size=len(x_train), generator=torch.Generator())
