@@ -51,6 +51,7 @@ bench: $(STAMP)
 	python benchmarks/udn_spirals_default.py
 	python -m benchmarks.scheduler_overhead
 	python -m benchmarks.dry_run
+	python -m benchmarks.startup_checks
 
 lock: $(STAMP)
 	{ echo "# Full dependency tree, pinned (pip install -c requirements.lock -e '.[dev]'). Regenerate with 'make lock'."; \
