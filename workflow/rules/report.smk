@@ -39,7 +39,10 @@ rule report:
 
 
 # Last: the size, time and md5 of every result, cached by DVC with them, so that results checked out from a
-# DVC remote get back their time order and Snakemake schedules nothing (bnnrepro.result_timestamps).
+# DVC remote get back their time order and Snakemake schedules nothing, and the md5 of the workflow's sources, so that
+# a checkout of results made from other sources reruns what those changed (bnnrepro.result_timestamps). The sources
+# are no inputs: the record is written when every result is current with them, and a source edited since that no
+# result reads leaves it unchanged (rewriting config/config.yaml, as `dvc exp run -S` does, would rerun it).
 rule record_timestamps:
     input:
         results=result_files(),
