@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,7 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
+from bnnrepro.job_server import (
+    ADDRESS_VARIABLE,
+    HEADER,
+    STANDARD_STREAMS,
+    StartedServer,
+    _receive,
+    _send,
+    server_environment,
+)
 
 PROBE = """
 import json, os, signal, sys, time
@@ -40,6 +48,8 @@ if action == "raise":
     raise RuntimeError("the probe failed")
 if action == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
+if action == "count":
+    open(sys.argv[2], "a").write("ran\\n")
 if action == "wait":
     def terminated(number, frame):
         open(sys.argv[2], "w").write("terminated")
@@ -188,5 +198,57 @@ def test_the_server_ends_with_the_workflow_that_started_it(environment: dict) ->
         return Path(f"/proc/{server}/stat").read_text().split()[2] == "Z"
 
     wait_for(ended, 60)
-    assert not os.path.exists(address)
-    shutil.rmtree(folder)
+    assert not os.path.exists(folder)  # the socket and its folder: a killed workflow leaves nothing in /tmp
+
+
+def test_a_request_the_server_cannot_read_fails_alone(server: str, environment: dict, workdir: Path) -> None:
+    """Bytes that are no request, and a request without its fields: each is refused or dropped, the server serves on."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as garbage:
+        garbage.connect(server)
+        garbage.sendall(HEADER.pack(5) + b"{not ")
+        assert garbage.recv(64) == b""  # dropped: the command would run its job itself
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as partial:
+        partial.connect(server)
+        _send(partial, {"module": "probe"}, STANDARD_STREAMS)
+        assert "a request the server cannot read" in _receive(partial)["refused"]
+    plain, served = run_both(["exit", "4"], environment, server, workdir)
+    assert seen(served)["served"] and served.returncode == plain.returncode == 4
+
+
+def test_a_job_whose_process_the_server_cannot_watch_runs_once_as_a_plain_process(
+    environment: dict, workdir: Path, modules: Path, tmp_path: Path
+) -> None:
+    """A failure after the fork (here: no pidfd for the child) fails that request only: the child never runs the
+    job, the command runs it once itself, and the server serves the next request the same way."""
+    folder = Path(tempfile.mkdtemp(prefix="jobs-"))
+    address = str(folder / "server.sock")
+    failing_server = (
+        "import os, sys\n"
+        "from bnnrepro import job_server\n"
+        "def no_pidfd(pid, flags=0):\n"
+        "    raise OSError(38, 'Function not implemented')\n"
+        "os.pidfd_open = no_pidfd\n"
+        f"job_server.main(['serve', {address!r}, '{os.getpid()}'])\n"
+    )
+    (modules / "failing_server.py").write_text(failing_server)  # run with -m, as the server is: the same module path
+    process = subprocess.Popen([sys.executable, "-m", "failing_server"], env=environment, cwd=workdir,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    wait_for(lambda: os.path.exists(address))
+    counts = tmp_path / "runs"
+    for _ in range(2):
+        served = subprocess.run([sys.executable, "-m", "bnnrepro.job_server", "run", "probe", "count", str(counts)],
+                                env=environment | {ADDRESS_VARIABLE: address}, cwd=workdir, input="",
+                                capture_output=True, text=True)  # fmt: skip
+        assert served.returncode == 0 and not seen(served)["served"]
+    assert counts.read_text() == "ran\n" * 2  # once per command
+    process.terminate()
+    log = process.communicate(timeout=60)[0]
+    assert log.count("no pidfd") == 2 and "Traceback" not in log
+    assert not folder.exists()
+
+
+def test_without_pidfds_there_is_no_server(environment: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workflow then runs every job as a plain process (common.smk: start_job_server)."""
+    monkeypatch.delattr(os, "pidfd_open")
+    with pytest.raises(ValueError, match=r"no pidfds \(os.pidfd_open, Linux 5.3 and later\)"):
+        StartedServer(tmp_path / "server.log", environment)

@@ -19,6 +19,12 @@ What a job computes cannot differ:
 - a command the server cannot vouch for runs as a plain process in its own interpreter: no server (a dry run, a
   cluster node), another interpreter or module search path (a conda environment), or another SLURM job (a job
   step that SLURM placed on this machine must stay inside its allocation).
+
+What a failure takes down: only the request it happens in. A request the server cannot read or serve gets no job
+(the command then runs it as a plain process, once): a child forked for it runs the job only after the server has
+taken charge of it (`_accept`), and ends without running it otherwise. A system without pidfds (`os.pidfd_open`:
+Linux 5.3 and later) gets no server. The server removes its socket and folder however it ends, its workflow killed
+included.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -148,15 +155,19 @@ class JobServer:
     def serve(self) -> None:
         while os.getppid() == self.parent:
             for key, _ in self.selector.select(PARENT_CHECK_SECONDS):
-                if key.fileobj is self.listener:
-                    self._accept()
-                elif key.data[0] == "ended":
-                    self._finish(key.data[1])
-                else:
-                    self._command_gone(key.data[1])
+                try:
+                    if key.fileobj is self.listener:
+                        self._accept()
+                    elif key.data[0] == "ended":
+                        self._finish(key.data[1])
+                    else:
+                        self._command_gone(key.data[1])
+                except Exception:  # noqa: BLE001 - one request's failure ends that request, not the server
+                    print(f"job server {self.pid}: a request failed:\n{traceback.format_exc()}", flush=True)
 
     def close(self) -> None:
-        """Stop every job still running and remove the socket (in the server only, not in a job's child)."""
+        """Stop every job still running and remove the socket and its folder, if it holds nothing else (in the server
+        only, not in a job's child)."""
         if os.getpid() != self.pid:
             return
         for job in self.jobs:
@@ -165,34 +176,53 @@ class JobServer:
         self.selector.close()
         self.listener.close()
         os.unlink(self.address)
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.dirname(self.address))
 
     def _accept(self) -> None:
         connection, _ = self.listener.accept()
         connection.settimeout(REQUEST_SECONDS)
         try:
             received = _receive(connection, len(STANDARD_STREAMS))
-        except OSError:  # the command went away while it sent its request
+        except (OSError, ValueError):  # the command went away while it sent its request, or sent no JSON
             received = None
         if received is None:
             connection.close()
             return
         connection.settimeout(None)
         request, streams = received
-        refusal = self._refusal(request, streams)
+        try:
+            refusal = self._refusal(request, streams)
+        except (AttributeError, KeyError, TypeError) as error:
+            refusal = f"a request the server cannot read ({error!r})"
         if refusal:
             _close_all(streams)
             with contextlib.suppress(OSError):
                 _send(connection, {"refused": refusal})
             connection.close()
-            print(f"refused python -m {request['module']}: {refusal}; it runs as a plain process", flush=True)
+            print(f"refused a request: {refusal}; it runs as a plain process", flush=True)
             return
         sys.stdout.flush()
         sys.stderr.flush()
+        go, ready = os.pipe()
         pid = os.fork()
         if pid == 0:
-            self._become_job(request, streams)
+            os.close(ready)
+            self._become_job(request, streams, go)
+        os.close(go)
         _close_all(streams)
-        job = Job(pid, connection, os.pidfd_open(pid))
+        try:
+            job = Job(pid, connection, os.pidfd_open(pid))
+        except OSError as error:  # the child, told nothing, ends without running the job: the command runs it
+            os.close(ready)
+            os.waitpid(pid, 0)
+            with contextlib.suppress(OSError):
+                _send(connection, {"refused": f"no pidfd for the job's process ({error})"})
+            connection.close()
+            print(f"refused python -m {request['module']}: no pidfd ({error}); it runs as a plain process", flush=True)
+            return
+        os.write(ready, b"1")
+        os.close(ready)
         self.jobs.append(job)
         self.selector.register(job.ended, selectors.EVENT_READ, ("ended", job))
         self.selector.register(connection, selectors.EVENT_READ, ("command", job))
@@ -213,9 +243,13 @@ class JobServer:
             return f"start-up variables differ from the server's: {', '.join(differing)}"
         return ""
 
-    def _become_job(self, request: dict, streams: list[int]) -> NoReturn:
-        """In the forked child: take the command's streams, place and environment, forget the project's modules,
-        run the job, and end as `python -m` would have (exit status, traceback, exit functions)."""
+    def _become_job(self, request: dict, streams: list[int], go: int) -> NoReturn:
+        """In the forked child: once the server has taken charge of the job (a byte on `go`; none: end at once), take
+        the command's streams, place and environment, forget the project's modules, run the job, and end as
+        `python -m` would have (exit status, traceback, exit functions)."""
+        if os.read(go, 1) != b"1":
+            os._exit(0)
+        os.close(go)
         status = 1
         try:
             self._leave_server(streams)
@@ -316,6 +350,8 @@ class StartedServer:
     `stop` or with this process. Its socket lies in a new folder under the system's temporary folder."""
 
     def __init__(self, log: Path, environment: dict[str, str], cwd: Path | None = None) -> None:
+        if not pidfds_work():
+            raise ValueError("this system has no pidfds (os.pidfd_open, Linux 5.3 and later) for the server")
         self.folder = tempfile.mkdtemp(prefix="bnnrepro-jobs-")
         self.address = os.path.join(self.folder, "server.sock")
         if len(self.address.encode()) > MAX_ADDRESS_BYTES:
@@ -346,6 +382,15 @@ class StartedServer:
             status = self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
         return status
+
+
+def pidfds_work() -> bool:
+    """Whether this system gives a process's pidfd (`os.pidfd_open`: Python 3.9 on Linux 5.3 and later)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
 
 
 def _startup_environment(environment: dict[str, str]) -> dict[str, str]:
