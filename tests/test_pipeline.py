@@ -316,6 +316,53 @@ def test_an_edited_evaluation_reruns_only_its_own_jobs(built: Path) -> None:
     assert "train" not in scheduled_jobs(planned)
 
 
+OPEN_RECORDER = """
+import os, sys
+LOG = os.environ.get("BNNREPRO_OPEN_LOG")
+if LOG and "--study" in sys.argv:  # a drawing job (python -m bnnrepro.artifacts --study ...)
+    log = open(f"{LOG}/{sys.argv[sys.argv.index('--study') + 1]}.txt", "a", buffering=1)
+    def record(event, args):
+        if event == "open" and isinstance(args[0], str) and "w" not in str(args[1]):
+            log.write(os.path.abspath(args[0]) + "\\n")
+    sys.addaudithook(record)
+"""
+
+
+def declared_inputs(built: Path, dry_run: str, rule: str) -> set[str]:
+    """The files a planned job of `rule` declares: its inputs, and the files its input lists name."""
+    inputs = set()
+    for line in re.search(rf"^(?:localrule|rule) {rule}:\n((?:\s+\w+: .*\n)*)", dry_run, re.M).group(1).splitlines():
+        if line.strip().startswith("input: "):
+            inputs |= set(line.strip().removeprefix("input: ").split(", "))
+    for listing in [f for f in inputs if f.startswith(layout.INPUT_LISTS)]:
+        inputs |= {line.split("  ", 1)[1] for line in (built / listing).read_text().splitlines()}
+    return inputs
+
+
+def test_a_drawing_job_reads_no_file_it_does_not_declare(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Every project file a drawing job opens (its study, the configs it composes, evaluation settings, the catalog)
+    is among its declared inputs, so that an edit of it redraws; its Python code is declared by the import graph.
+    Recorded by an audit hook in each drawing job (a `sitecustomize` on the module path, which makes the jobs plain
+    processes), while the jobs run again."""
+    hook, opened = tmp_path / "hook", tmp_path / "opened"
+    hook.mkdir(), opened.mkdir()
+    (hook / "sitecustomize.py").write_text(OPEN_RECORDER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("BNNREPRO_OPEN_LOG", str(opened))
+    drawing = [f"draw_{name}" for name in yaml.safe_load((built / "config/config.yaml").read_text())["studies"]]
+    planned = run(["snakemake", "-n", "--forcerun", *drawing], built).stdout
+    run(["snakemake", "--cores", "2", "--forcerun", *drawing], built)
+    undeclared = {}
+    for log in opened.glob("*.txt"):
+        declared = declared_inputs(built, planned, f"draw_{log.stem}")
+        read = {str(Path(p).relative_to(built)) for p in log.read_text().splitlines() if p.startswith(str(built))}
+        project_files = {
+            f for f in read if not f.endswith((".py", ".pyc")) and not f.startswith((".snakemake", "logs"))
+        }
+        undeclared[log.stem] = sorted(f for f in project_files - declared if (built / f).is_file())
+    assert len(undeclared) == len(drawing) and not any(undeclared.values()), undeclared
+
+
 SPIRALS_RUN = "results/smoke/udn_spirals/runs/udn/spirals/omega=2+lr=0.01/seed=0"
 
 

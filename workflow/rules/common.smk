@@ -19,6 +19,7 @@ from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import CATALOG, catalog
 from bnnrepro.config_keys import DuplicateKeyError, check_unique_keys, workflow_config_files
 from bnnrepro.data.registry import (
+    SCHEMA as REGISTRY_SCHEMA,
     RegistryError,
     check_real_data,
     check_references,
@@ -27,6 +28,7 @@ from bnnrepro.data.registry import (
     downloads,
     packaged,
     prepared_file,
+    registry_file,
 )
 from bnnrepro.evaluations.declarations import declaration_file, declared_evaluation, extra_data_files
 from bnnrepro.files import UnreadableFileError
@@ -34,13 +36,14 @@ from bnnrepro.fidelity.kept_files import paper_result_files
 from bnnrepro.input_lists import NAME_PATTERN as INPUT_LIST_NAME, input_list_name
 from bnnrepro import training_inputs
 from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
-from bnnrepro.paths import project_root
+from bnnrepro.paths import project_root, studies_dir
 from bnnrepro.report import INVOCATION_VARIABLE
 from bnnrepro.result_checks import verify_files
 from bnnrepro.result_timestamps import outdate_changed_sources, record, restore, source_files as workflow_sources
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import (
     SCALES,
+    STUDY_SCHEMA,
     StudyError,
     available_studies,
     check_overrides,
@@ -415,12 +418,44 @@ def artifact_run_files(study, implementation):
 
 def drawing_inputs(name):
     """What the job drawing a study's artifacts reads: the code of each drawing module and of its caption claims,
-    the catalog, and the results each artifact is drawn from. An edit to one of them redraws the study's artifacts."""
+    the catalog, the configuration it reads (`drawing_configs`) and the results each artifact is drawn from. An edit
+    to one of them redraws the study's artifacts."""
     artifacts = study_artifacts(name).values()
     modules = {impl.module for impl in artifacts} | {impl.claims_module for impl in artifacts if impl.claims_module}
     code = source_files("bnnrepro.artifacts.__main__", *sorted(modules), record=DAG_RECORD)
     results = {f for impl in artifacts for files in artifact_results(STUDIES[name], impl).values() for f in files}
-    return {"code": code + project_paths([CATALOG]), "results": sorted(results)}
+    # an artifact drawn from run files says whether they trained on stand-ins, which their metrics.json say
+    results |= {f for impl in artifacts if impl.uses == "runs" for f in artifact_run_metrics(STUDIES[name], impl)}
+    return {"code": code + project_paths([CATALOG]), "configs": drawing_configs(name), "results": sorted(results)}
+
+
+def drawing_configs(name):
+    """The configuration a study's drawing job reads, as an input list: the study's file and the dataset registry
+    (with their schemas), the declarations of the evaluations its artifacts draw from, and the config/train files
+    its runs compose at every scale (tables and notes state their settings; some describe a method variant as it
+    composes at the default scale, `Study.variant_config`)."""
+    study = STUDIES[name]
+    evaluations = {
+        layout.evaluation_name(impl.run_file) for impl in study_artifacts(name).values() if impl.uses == "runs"
+    }
+    configs = [studies_dir() / f"{name}.yaml", registry_file()]
+    configs += [declaration_file(e) for e in evaluations if e is not None]
+    files = {
+        *(str(path.relative_to(project_root())) for path in configs),
+        *project_paths([STUDY_SCHEMA, REGISTRY_SCHEMA]),
+        *(f for scale in SCALES for run in study.runs(scale) for f in train_configs_of(study, run, scale)),
+    }
+    return listed("draw_configs", files)
+
+
+def train_configs_of(study, run, scale):
+    """The config/train files a run composes at `scale`."""
+    return training_inputs.training_configs(study, run, scale, REAL_DATA)
+
+
+def artifact_run_metrics(study, implementation):
+    """The metrics.json of each run an artifact draws from."""
+    return [run.file(layout.RUN_METRICS) for run in study_runs(study) if implementation.reads(run)]
 
 
 def drawing_outputs(name):

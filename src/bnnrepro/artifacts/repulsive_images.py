@@ -22,7 +22,7 @@ import yaml
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.render import standard_error
-from bnnrepro.evaluations.declarations import declared_evaluations
+from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.evaluations.ood_detection import EVALUATION
 from bnnrepro.layout import evaluation_file
 from bnnrepro.metrics import (
@@ -85,7 +85,7 @@ def table1_note(scale: str) -> str:
     """The settings behind the table at this scale (the paper states few; config/studies/repulsive_images.yaml)."""
     study = load_study(STUDY)
     runs = study.runs(scale)
-    ood = declared_evaluations()[EVALUATION].settings[scale]["ood_examples"]
+    ood = declared_evaluation(EVALUATION).settings[scale]["ood_examples"]
     parts = []
     for dataset, label in DATASETS.items():
         ours = [run for run in runs if run.dataset == dataset]

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
 from bnnrepro.artifacts.sdebnn_images import MODEL_LABELS, STUDY, scale_note
-from bnnrepro.evaluations.declarations import declared_evaluations
+from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.evaluations.image_classification import sweep_settings
 from bnnrepro.layout import evaluation_file, run_method
 from bnnrepro.metrics import corruption_errors
@@ -65,7 +65,7 @@ def _evaluated(context: ArtifactContext, model: str) -> list[dict[str, np.ndarra
 
 
 def _settings(evaluation: str, scale: str) -> dict:
-    return declared_evaluations()[evaluation].settings[scale]
+    return declared_evaluation(evaluation).settings[scale]
 
 
 def _training_steps(scale: str) -> int:

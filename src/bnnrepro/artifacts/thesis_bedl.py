@@ -22,7 +22,7 @@ import pandas as pd
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.render import standard_error
-from bnnrepro.evaluations.declarations import declared_evaluations
+from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.layout import evaluation_file
 from bnnrepro.studies import Run, load_study
 
@@ -138,7 +138,7 @@ def _image_settings(runs: list[Run]) -> str:
 
 
 def table52_note(scale: str) -> str:
-    ood = declared_evaluations()[ENTROPY_EVALUATION].settings[scale]["ood_examples"]
+    ood = declared_evaluation(ENTROPY_EVALUATION).settings[scale]["ood_examples"]
     parts = [f"{DATASET_LABELS[dataset]}: {_image_settings(_image_runs(scale, network))}"
              for dataset, network in OOD_NETWORKS.items() if _image_runs(scale, network)]  # fmt: skip
     subsets = (

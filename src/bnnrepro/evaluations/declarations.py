@@ -32,34 +32,36 @@ def declaration_file(name: str) -> Path:
     return config_dir() / "evaluations" / f"{name}.yaml"
 
 
+def evaluation_names() -> list[str]:
+    """The declared evaluations' names (their files' names; none of the files is read)."""
+    return sorted(path.stem for path in declaration_file("*").parent.glob("*.yaml"))
+
+
 @cache
-def declared_evaluations() -> dict[str, DeclaredEvaluation]:
-    declared = {}
-    for path in sorted(declaration_file("*").parent.glob("*.yaml")):
-        e = read_yaml(path)
-        declared[path.stem] = DeclaredEvaluation(
-            e["code"], tuple(e.get("data", ())), e.get("device", "cpu"), e.get("settings", {})
+def declared_evaluation(name: str) -> DeclaredEvaluation:
+    """The declaration of evaluation `name`, read from its file alone (what its jobs declare as their input); an
+    unknown name is an error that lists the known ones."""
+    path = declaration_file(name)
+    if not path.is_file():
+        raise KeyError(
+            f"unknown evaluation {name!r}: config/evaluations/ declares {', '.join(evaluation_names())} "
+            f"(declare a new one in config/evaluations/{name}.yaml, with the module that computes it)"
         )
-        if declared[path.stem].device not in DEVICES:
-            raise ValueError(f"config/evaluations/{path.name}: device {e['device']!r}; use one of {DEVICES}")
+    e = read_yaml(path)
+    declared = DeclaredEvaluation(e["code"], tuple(e.get("data", ())), e.get("device", "cpu"), e.get("settings", {}))
+    if declared.device not in DEVICES:
+        raise ValueError(f"config/evaluations/{path.name}: device {declared.device!r}; use one of {DEVICES}")
     return declared
 
 
-def declared_evaluation(name: str) -> DeclaredEvaluation:
-    """The declaration of evaluation `name`; an unknown name is an error that lists the known ones."""
-    declared = declared_evaluations()
-    if name not in declared:
-        raise KeyError(
-            f"unknown evaluation {name!r}: config/evaluations/ declares {', '.join(sorted(declared))} "
-            f"(declare a new one in config/evaluations/{name}.yaml, with the module that computes it)"
-        )
-    return declared[name]
+def declared_evaluations() -> dict[str, DeclaredEvaluation]:
+    """Every declaration, by name."""
+    return {name: declared_evaluation(name) for name in evaluation_names()}
 
 
 def extra_data_files(name: str, scale: str, real_data: Collection[str] | str = ()) -> dict[str, str]:
     """{dataset: prepared file} of the datasets evaluation `name` reads besides its run's, chosen as for the training
     runs' own datasets (`registry.prepared_file`: the offline stand-in below the `paper` scale unless `real_data`
     names the download); none for a name that is no evaluation, e.g. a run's metrics.json."""
-    declared = declared_evaluations().get(name)
-    names = declared.data if declared else ()
+    names = declared_evaluation(name).data if name in evaluation_names() else ()
     return {data: prepared_file(data, scale, real_data) for data in names}
