@@ -532,9 +532,11 @@ def result_files():
 
 
 def job_input_lists():
-    """The code input lists of every training run and of every evaluation that an artifact draws from (results:
-    `results/<scale>/timestamps.json` must record them, so that a DVC checkout keeps them older than the runs)."""
+    """The input lists of every training run, of every evaluation that an artifact draws from and of every drawing
+    job (results: `results/<scale>/timestamps.json` must record them, so that a DVC checkout keeps them older than
+    the jobs that read them)."""
     lists = {training_code_list(study, run) for study in STUDIES.values() for run in study_runs(study)}
+    lists |= {drawing_configs(name) for name in drawn_studies()}
     for study, impl in ARTIFACTS.values():
         evaluation = layout.evaluation_name(impl.run_file) if impl.uses == "runs" else None
         if evaluation is not None:
