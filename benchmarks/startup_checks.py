@@ -17,7 +17,7 @@ from pathlib import Path
 from benchmarks.timing import interleaved_medians, machine
 from bnnrepro.config_keys import check_unique_keys, workflow_config_files
 from bnnrepro.paths import project_root
-from bnnrepro.result_timestamps import outdate_changed_sources, record, source_files
+from bnnrepro.result_timestamps import outdate_changed_sources, record, workflow_source_files
 from bnnrepro.studies import available_studies, load_study, task_mismatch
 
 
@@ -27,7 +27,7 @@ def main() -> None:
     repeats = parser.parse_args().repeats
     root = project_root()
     studies = [load_study(name) for name in available_studies()]
-    sources = source_files(root)
+    sources = workflow_source_files(root)
     manifest = Path(tempfile.mkdtemp()) / "timestamps.json"
     record([], manifest, root, sources=sources)
     os.utime(manifest)  # the record newer than every source, as after a run
@@ -38,7 +38,7 @@ def main() -> None:
     steps = {
         "repeated YAML keys": lambda: check_unique_keys(workflow_config_files(root)),
         "method/data tasks, every study at default": lambda: [task_mismatch(s, s.runs("default")) for s in studies],
-        "list the sources": lambda: source_files(root),
+        "list the sources": lambda: workflow_source_files(root),
         "record the sources (md5 where the time changed)": lambda: record([], manifest, root, sources=sources),
         "sources against the record, unchanged tree": lambda: outdate_changed_sources(manifest, sources, root),
         "sources against the record, fresh clone (md5 each)": lambda: outdate_changed_sources(checkout, sources, root),

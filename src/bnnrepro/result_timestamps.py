@@ -51,7 +51,7 @@ def file_md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def source_files(root: Path = Path()) -> list[str]:
+def workflow_source_files(root: Path = Path()) -> list[str]:
     """The files under `SOURCE_FOLDERS`, relative to `root` (no caches)."""
     files = []
     for name in SOURCE_FOLDERS:

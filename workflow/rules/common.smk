@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 
+from functools import cache
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -39,7 +40,7 @@ from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environm
 from bnnrepro.paths import project_root, studies_dir
 from bnnrepro.report import INVOCATION_VARIABLE
 from bnnrepro.result_checks import verify_files
-from bnnrepro.result_timestamps import outdate_changed_sources, record, restore, source_files as workflow_sources
+from bnnrepro.result_timestamps import outdate_changed_sources, record, restore, workflow_source_files
 from bnnrepro.sources import project_paths, source_files
 from bnnrepro.studies import (
     SCALES,
@@ -89,7 +90,7 @@ if workflow.is_main_process and (restored := restore(Path(TIMESTAMPS))):
 # Whether a result is current is decided by content: a source file (code, config) whose content is not the one the
 # recorded results were made from, but that looks older than them (a checkout, pull or copy), gets the current time,
 # so that Snakemake reruns what reads it (bnnrepro.result_timestamps).
-if workflow.is_main_process and (outdated := outdate_changed_sources(Path(TIMESTAMPS), workflow_sources())):
+if workflow.is_main_process and (outdated := outdate_changed_sources(Path(TIMESTAMPS), workflow_source_files())):
     logger.info(
         f"{len(outdated)} source files differ from those the results in {TIMESTAMPS} were made from; the jobs that "
         f"read them run again: {', '.join(outdated[:5])}{' ...' if len(outdated) > 5 else ''}"
@@ -410,10 +411,15 @@ def artifact_results(study, implementation):
     return results
 
 
-def artifact_run_files(study, implementation):
+def artifact_run_files(study, implementation, name=None):
     """The file an artifact draws from each run of its study whose method it names, on the datasets it names if
-    any (e.g. config.yaml, or eval/<evaluation>.npz, which rule `evaluate` makes)."""
-    return [run.file(implementation.run_file) for run in study_runs(study) if implementation.reads(run)]
+    any (e.g. config.yaml, or eval/<evaluation>.npz, which rule `evaluate` makes), or the file `name` of those runs."""
+    return [run.file(name or implementation.run_file) for run in study_runs(study) if implementation.reads(run)]
+
+
+def artifact_evaluation(implementation):
+    """The evaluation whose arrays an artifact draws (config/evaluations/<name>.yaml), or None."""
+    return layout.evaluation_name(implementation.run_file) if implementation.uses == "runs" else None
 
 
 def drawing_inputs(name):
@@ -425,37 +431,36 @@ def drawing_inputs(name):
     code = source_files("bnnrepro.artifacts.__main__", *sorted(modules), record=DAG_RECORD)
     results = {f for impl in artifacts for files in artifact_results(STUDIES[name], impl).values() for f in files}
     # an artifact drawn from run files says whether they trained on stand-ins, which their metrics.json say
-    results |= {f for impl in artifacts if impl.uses == "runs" for f in artifact_run_metrics(STUDIES[name], impl)}
+    results |= {
+        f
+        for impl in artifacts
+        if impl.uses == "runs"
+        for f in artifact_run_files(STUDIES[name], impl, layout.RUN_METRICS)
+    }
     return {"code": code + project_paths([CATALOG]), "configs": drawing_configs(name), "results": sorted(results)}
 
 
+@cache
 def drawing_configs(name):
     """The configuration a study's drawing job reads, as an input list: the study's file and the dataset registry
     (with their schemas), the declarations of the evaluations its artifacts draw from, and the config/train files
     its runs compose at every scale (tables and notes state their settings; some describe a method variant as it
     composes at the default scale, `Study.variant_config`)."""
     study = STUDIES[name]
-    evaluations = {
-        layout.evaluation_name(impl.run_file) for impl in study_artifacts(name).values() if impl.uses == "runs"
-    }
+    evaluations = {artifact_evaluation(impl) for impl in study_artifacts(name).values()}
     configs = [studies_dir() / f"{name}.yaml", registry_file()]
     configs += [declaration_file(e) for e in evaluations if e is not None]
     files = {
         *(str(path.relative_to(project_root())) for path in configs),
         *project_paths([STUDY_SCHEMA, REGISTRY_SCHEMA]),
-        *(f for scale in SCALES for run in study.runs(scale) for f in train_configs_of(study, run, scale)),
+        *(
+            f
+            for scale in SCALES
+            for run in study.runs(scale)
+            for f in training_inputs.training_configs(study, run, scale, REAL_DATA)
+        ),
     }
     return listed("draw_configs", files)
-
-
-def train_configs_of(study, run, scale):
-    """The config/train files a run composes at `scale`."""
-    return training_inputs.training_configs(study, run, scale, REAL_DATA)
-
-
-def artifact_run_metrics(study, implementation):
-    """The metrics.json of each run an artifact draws from."""
-    return [run.file(layout.RUN_METRICS) for run in study_runs(study) if implementation.reads(run)]
 
 
 def drawing_outputs(name):
@@ -538,19 +543,14 @@ def job_input_lists():
     lists = {training_code_list(study, run) for study in STUDIES.values() for run in study_runs(study)}
     lists |= {drawing_configs(name) for name in drawn_studies()}
     for study, impl in ARTIFACTS.values():
-        evaluation = layout.evaluation_name(impl.run_file) if impl.uses == "runs" else None
-        if evaluation is not None:
+        if (evaluation := artifact_evaluation(impl)) is not None:
             lists |= {evaluation_code_list(study, run, evaluation) for run in study_runs(study) if impl.reads(run)}
     return lists
 
 
 def evaluation_extra_data():
     """The extra datasets (config/evaluations/<name>.yaml `data`) of the evaluations that artifacts draw from."""
-    needed = {
-        (layout.evaluation_name(impl.run_file), study_scale(study.name))
-        for study, impl in ARTIFACTS.values()
-        if impl.uses == "runs"
-    }
+    needed = {(artifact_evaluation(impl), study_scale(study.name)) for study, impl in ARTIFACTS.values()}
     return [f for name, scale in needed if name is not None for f in extra_data_files(name, scale, REAL_DATA).values()]
 
 

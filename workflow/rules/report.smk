@@ -52,5 +52,5 @@ rule record_timestamps:
     log:
         layout.log_file("report", f"{SCALE}_timestamps"),
     run:
-        recorded = record(input.results, Path(output[0]), sources=workflow_sources())
+        recorded = record(input.results, Path(output[0]), sources=workflow_source_files())
         Path(log[0]).write_text(f"recorded {recorded} result files\n")

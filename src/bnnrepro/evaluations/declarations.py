@@ -32,6 +32,7 @@ def declaration_file(name: str) -> Path:
     return config_dir() / "evaluations" / f"{name}.yaml"
 
 
+@cache
 def evaluation_names() -> list[str]:
     """The declared evaluations' names (their files' names; none of the files is read)."""
     return sorted(path.stem for path in declaration_file("*").parent.glob("*.yaml"))
