@@ -44,22 +44,17 @@ localrules:
 rule all:
     default_target: True
     input:
-        result_files(),
+        PLAN.result_files(),
         rules.record_timestamps.output.timestamps,
 
 
 onstart:
-    check_device()
-    start_job_server()
+    on_start()
 
 
 onsuccess:
-    stop_job_server()
-    drop_superseded_report()
-    stop_rate_limiter_timers()
+    on_end(succeeded=True)
 
 
 onerror:
-    stop_job_server()
-    set_aside_outdated_report()
-    stop_rate_limiter_timers()
+    on_end(succeeded=False)

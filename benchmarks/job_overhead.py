@@ -4,13 +4,13 @@ Prints the median wall time over N repetitions of, for a training job (against a
   imports         python -c "import bnnrepro.train"
   start-up        imports + Hydra composition of the job's config (what a job does before training)
   whole job       `python -m bnnrepro.train` for 1 epoch of the UDN on spirals, minus its training time
-  served job      the same job through a job server (`python -m bnnrepro.job_server run bnnrepro.train ...`)
+  served job      the same job through a job server (`python -m bnnrepro.pipeline.job_server run bnnrepro.train ...`)
 and for the job that draws a study's figures and tables (against a bare `python -c "import matplotlib.pyplot,
 pandas"`), per study: the imports of `python -m bnnrepro.artifacts` drawing all its artifacts (their drawing and
 claims modules), in all and per artifact; and against `import matplotlib.pyplot, pandas, seaborn`, the floor of a
 job that draws with seaborn (its import loads scipy.stats).
-The job processes freeze their imported objects (bnnrepro.job_process) before they start work; so do the measured
-imports.
+The job processes freeze their imported objects (bnnrepro.pipeline.job_process) before they start work; so do the
+measured imports.
 Usage: python benchmarks/job_overhead.py [--repeats N]
 """
 
@@ -28,12 +28,12 @@ from pathlib import Path
 
 from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.data.registry import generate_instance
-from bnnrepro.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
 from bnnrepro.layout import RUN_METRICS
-from bnnrepro.studies import available_studies, load_study
+from bnnrepro.pipeline.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
+from bnnrepro.pipeline.studies import available_studies, load_study
 
-FREEZE = "; from bnnrepro.job_process import freeze_imported_objects; freeze_imported_objects()"
-"""What an entry point does once its imports are done (bnnrepro.job_process)."""
+FREEZE = "; from bnnrepro.pipeline.job_process import freeze_imported_objects; freeze_imported_objects()"
+"""What an entry point does once its imports are done (bnnrepro.pipeline.job_process)."""
 COMPOSE = (
     "from bnnrepro.train import compose_config" + FREEZE + "; "
     "compose_config(['method=udn', 'dataset=spirals', 'scale=default', 'run_dir=x', 'dataset.path=x'])"
@@ -53,12 +53,12 @@ def median_time(command: list[str], repeats: int) -> float:
 
 def whole_job(repeats: int, served: bool = False) -> float:
     """A 1-epoch training job's wall time minus its training time: as a new process, or through a job server
-    (`served`: `python -m bnnrepro.job_server run`, the workflow's command, with a server started here)."""
+    (`served`: `python -m bnnrepro.pipeline.job_server run`, the workflow's command, with a server started here)."""
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "spirals.npz"
         generate_instance("spirals", "omega=4+seed=0", data)
         environment = server_environment()
-        module = ["-m", "bnnrepro.job_server", "run", "bnnrepro.train"] if served else ["-m", "bnnrepro.train"]
+        module = ["-m", "bnnrepro.pipeline.job_server", "run", "bnnrepro.train"] if served else ["-m", "bnnrepro.train"]
         server = StartedServer(Path(folder) / "server.log", environment) if served else None
         if server:
             server.wait_until_ready()

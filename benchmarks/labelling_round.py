@@ -31,8 +31,8 @@ from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods.active_learning import build_predictor, train_job
 from bnnrepro.optim import Adam
 from bnnrepro.paths import project_root
+from bnnrepro.pipeline.studies import load_study
 from bnnrepro.runs import RunFolder
-from bnnrepro.studies import load_study
 from bnnrepro.train_configs import compose_config
 
 STUDY = "thesis_ral"

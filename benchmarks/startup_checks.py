@@ -1,11 +1,11 @@
 """What the checks that every `snakemake` call makes before any job cost: repeated YAML keys in the workflow's config
-files (bnnrepro.config_keys), the method/data task check of every study (bnnrepro.studies.task_mismatch), and the
-record of the workflow's sources against a results record (bnnrepro.result_timestamps: the md5 of every source when
-the record is written, which is also what the check at the start costs on a fresh checkout, whose times all differ
-from the record's; and that check on an unchanged tree, where sizes and times match).
+files (bnnrepro.pipeline.config_keys), the method/data task check of every study
+(bnnrepro.pipeline.studies.task_mismatch), and the record of the workflow's sources against a results record
+(bnnrepro.pipeline.result_timestamps: the md5 of every source when the record is written, which is also what the
+check at the start costs on a fresh checkout, whose times all differ from the record's; and that check on an
+unchanged tree, where sizes and times match).
 
-Usage: python -m benchmarks.startup_checks [--repeats N]
-"""
+Usage: python -m benchmarks.startup_checks [--repeats N]"""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.timing import interleaved_medians, machine
-from bnnrepro.config_keys import check_unique_keys, workflow_config_files
 from bnnrepro.paths import project_root
-from bnnrepro.result_timestamps import outdate_changed_sources, record, workflow_source_files
-from bnnrepro.studies import available_studies, load_study, task_mismatch
+from bnnrepro.pipeline.config_keys import check_unique_keys, workflow_config_files
+from bnnrepro.pipeline.result_timestamps import outdate_changed_sources, record, workflow_source_files
+from bnnrepro.pipeline.studies import available_studies, load_study, task_mismatch
 
 
 def main() -> None:

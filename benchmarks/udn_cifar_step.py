@@ -24,7 +24,7 @@ from benchmarks.timing import Step, interleaved_medians, machine
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods import build_method
 from bnnrepro.optim import build_optimizer
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 WIDTHS = (0.125, 1.0)
 VARIANTS = {"UDN (m = 10)": "udn", "finite ResNet, 10 layers": "finite_10"}

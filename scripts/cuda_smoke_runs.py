@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bnnrepro.data.registry import Download, GeneratedDataset, dataset, generate_instance
-from bnnrepro.studies import Run, Study, available_studies, load_study
-from bnnrepro.training_inputs import training_overrides
+from bnnrepro.pipeline.studies import Run, Study, available_studies, load_study
+from bnnrepro.pipeline.training_inputs import training_overrides
 
 
 def variant_runs(methods: list[str]) -> dict[tuple[str, str], tuple[Study, Run]]:

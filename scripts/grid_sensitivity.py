@@ -25,7 +25,7 @@ from scipy.stats import ttest_rel
 
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog_entry
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 SPLIT_KEY = "dataset.split"
 

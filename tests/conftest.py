@@ -82,11 +82,11 @@ def add_session_dag_record(project: Path) -> None:
 
 @cache
 def session_dag_record() -> Path:
-    """The DAG-time record (`bnnrepro.dag_cache`: the studies' composed overrides, the artifacts' declarations, the
-    import graph) of an unchanged copy of the project after a dry run at `smoke` and at `default`, made once per test
-    session, by whichever pytest-xdist worker asks first (the others wait for it). Each entry is keyed by a digest of
-    the files it read, so a test that edits one of them makes the workflow redo that entry; the others it would only
-    redo identically (a Hydra composition per study's run pair, seconds per study)."""
+    """The DAG-time record (`bnnrepro.pipeline.dag_cache`: the studies' composed overrides, the artifacts'
+    declarations, the import graph) of an unchanged copy of the project after a dry run at `smoke` and at `default`,
+    made once per test session, by whichever pytest-xdist worker asks first (the others wait for it). Each entry is
+    keyed by a digest of the files it read, so a test that edits one of them makes the workflow redo that entry; the
+    others it would only redo identically (a Hydra composition per study's run pair, seconds per study)."""
     folder = _session_folder("dag-record")
     record = folder / "project" / layout.DAG_CACHE
     with FileLock(folder / "lock"):

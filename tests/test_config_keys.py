@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bnnrepro.config_keys import DuplicateKeyError, check_unique_keys, workflow_config_files
+from bnnrepro.pipeline.config_keys import DuplicateKeyError, check_unique_keys, workflow_config_files
 from tests.conftest import ROOT
 
 TWO_DOWNLOAD_BLOCKS = """\

@@ -25,7 +25,7 @@ from bnnrepro.data.registry import (
     prepared_file,
 )
 from bnnrepro.overrides import quote_path_values
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 from bnnrepro.train import compose_config
 from bnnrepro.train_configs import check_protocol_files
 

@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from bnnrepro.evaluations.declarations import DEVICES, declared_evaluation, declared_evaluations
-from bnnrepro.studies import SCALES
+from bnnrepro.pipeline.studies import SCALES
 
 EVALUATIONS_OF_FIGURES = ("toy_paths", "latent_paths", "gradient_variance", "posterior_arrays", "calibration",
                           "solver_sweep", "cifar10c", "ood_detection")  # fmt: skip

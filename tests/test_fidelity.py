@@ -23,8 +23,8 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES, grid_part
 from bnnrepro.fidelity.document import NOT_RUN_FILE, fidelity_document
+from bnnrepro.pipeline.studies import available_studies, load_study
 from bnnrepro.report.paper_verdicts import paper_verdicts
-from bnnrepro.studies import available_studies, load_study
 
 
 def spiral_metrics(tmp_path: Path, accuracy: dict[str, list[float]], depth: list[float]) -> ArtifactContext:

@@ -1,4 +1,5 @@
-"""Every job process the workflow starts freezes its imported objects before it works (bnnrepro.job_process)."""
+"""Every job process the workflow starts freezes its imported objects before it works
+(bnnrepro.pipeline.job_process)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bnnrepro.sources import _module_file
+from bnnrepro.pipeline.sources import _module_file
 
-JOB = re.escape("python -m bnnrepro.job_server run")
+JOB = re.escape("python -m bnnrepro.pipeline.job_server run")
 
 ROOT = Path(__file__).parents[1]
 RULES = [rules.read_text() for rules in (ROOT / "workflow" / "rules").glob("*.smk")]
@@ -33,8 +34,10 @@ def test_the_workflow_starts_jobs_through_entry_points() -> None:
 
 
 def test_every_job_starts_through_the_job_server() -> None:
-    """Each `python -m` of the workflow goes through bnnrepro.job_server, which forks it from the server."""
-    assert {module for text in RULES for module in re.findall(r"\"python -m ([\w.]+)", text)} == {"bnnrepro.job_server"}
+    """Each `python -m` of the workflow goes through bnnrepro.pipeline.job_server, which forks it from the server."""
+    assert {module for text in RULES for module in re.findall(r"\"python -m ([\w.]+)", text)} == {
+        "bnnrepro.pipeline.job_server"
+    }
 
 
 @pytest.mark.parametrize("module", ENTRY_POINTS)
@@ -44,7 +47,7 @@ def test_an_entry_point_freezes_its_imports_before_main(module: str) -> None:
 
 def test_freezing_moves_the_living_objects_out_of_the_collectors_reach() -> None:
     script = (
-        "import gc; from bnnrepro.job_process import freeze_imported_objects\n"
+        "import gc; from bnnrepro.pipeline.job_process import freeze_imported_objects\n"
         "before = gc.get_freeze_count(); freeze_imported_objects(); print(before, gc.get_freeze_count())\n"
     )
     before, after = map(int, subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

@@ -1,8 +1,9 @@
-"""The job server (bnnrepro.job_server): a job run through it behaves as `python -m <module>` would, and a job the
-server cannot vouch for runs as a plain process.
+"""The job server (bnnrepro.pipeline.job_server): a job run through it behaves as `python -m <module>` would, and a
+job the server cannot vouch for runs as a plain process.
 
-A real server (`python -m bnnrepro.job_server serve`) serves real commands (`python -m bnnrepro.job_server run`);
-each case runs the same probe module both ways and compares what the probe saw and how it ended.
+A real server (`python -m bnnrepro.pipeline.job_server serve`) serves real commands (`python -m
+bnnrepro.pipeline.job_server run`); each case runs the same probe module both ways and compares what the probe saw and
+how it ended.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bnnrepro.job_server import (
+from bnnrepro.pipeline.job_server import (
     ADDRESS_VARIABLE,
     HEADER,
     STANDARD_STREAMS,
@@ -102,7 +103,7 @@ def run_both(arguments: list[str], environment: dict[str, str], server: str, cwd
     """The probe run plain and through the server: (plain, served) completed processes."""
     plain = subprocess.run([sys.executable, "-m", "probe", *arguments], env=environment | changes, cwd=cwd,
                            input="from stdin", capture_output=True, text=True)  # fmt: skip
-    served = subprocess.run([sys.executable, "-m", "bnnrepro.job_server", "run", "probe", *arguments],
+    served = subprocess.run([sys.executable, "-m", "bnnrepro.pipeline.job_server", "run", "probe", *arguments],
                             env=environment | changes | {ADDRESS_VARIABLE: server}, cwd=cwd, input="from stdin",
                             capture_output=True, text=True)  # fmt: skip
     return plain, served
@@ -139,8 +140,8 @@ def test_a_served_job_ends_with_the_status_of_its_plain_run(
 def waiting_job(server: str, environment: dict, workdir: Path, folder: Path) -> tuple[subprocess.Popen, Path]:
     """A served probe that waits for SIGTERM (then writes `terminated` and exits 7); started, with that file."""
     marker, started = folder / "terminated", folder / "pid"
-    process = subprocess.Popen([sys.executable, "-m", "bnnrepro.job_server", "run", "probe", "wait", str(marker),
-                                str(started)], env=environment | {ADDRESS_VARIABLE: server}, cwd=workdir)  # fmt: skip
+    command = [sys.executable, "-m", "bnnrepro.pipeline.job_server", "run", "probe", "wait", str(marker), str(started)]
+    process = subprocess.Popen(command, env=environment | {ADDRESS_VARIABLE: server}, cwd=workdir)
     wait_for(lambda: started.exists() and started.read_text())
     assert int(started.read_text()) != process.pid  # the job runs in the server's child, not in the command
     return process, marker
@@ -171,7 +172,7 @@ def test_a_job_the_server_cannot_vouch_for_runs_as_a_plain_process(
 ) -> None:
     if "PYTHONPATH" in changes:
         changes = {"PYTHONPATH": os.pathsep.join([str(modules), "/nonexistent"])}
-    served = subprocess.run([sys.executable, "-m", "bnnrepro.job_server", "run", "probe", "exit", "5"],
+    served = subprocess.run([sys.executable, "-m", "bnnrepro.pipeline.job_server", "run", "probe", "exit", "5"],
                             env=environment | {ADDRESS_VARIABLE: server} | changes, cwd=workdir,
                             input="from stdin", capture_output=True, text=True)  # fmt: skip
     assert served.returncode == 5
@@ -184,7 +185,7 @@ def test_the_server_ends_with_the_workflow_that_started_it(environment: dict) ->
     address = os.path.join(folder, "server.sock")
     starter = (
         "import os, subprocess, sys; "
-        f"print(subprocess.Popen([sys.executable, '-m', 'bnnrepro.job_server', 'serve', {address!r}, "
+        f"print(subprocess.Popen([sys.executable, '-m', 'bnnrepro.pipeline.job_server', 'serve', {address!r}, "
         "str(os.getpid())], stdout=subprocess.DEVNULL).pid)"
     )
     server = int(subprocess.run([sys.executable, "-c", starter], env=environment, capture_output=True,
@@ -224,7 +225,7 @@ def test_a_job_whose_process_the_server_cannot_watch_runs_once_as_a_plain_proces
     address = str(folder / "server.sock")
     failing_server = (
         "import os, sys\n"
-        "from bnnrepro import job_server\n"
+        "from bnnrepro.pipeline import job_server\n"
         "def no_pidfd(pid, flags=0):\n"
         "    raise OSError(38, 'Function not implemented')\n"
         "os.pidfd_open = no_pidfd\n"
@@ -236,7 +237,8 @@ def test_a_job_whose_process_the_server_cannot_watch_runs_once_as_a_plain_proces
     wait_for(lambda: os.path.exists(address))
     counts = tmp_path / "runs"
     for _ in range(2):
-        served = subprocess.run([sys.executable, "-m", "bnnrepro.job_server", "run", "probe", "count", str(counts)],
+        command = [sys.executable, "-m", "bnnrepro.pipeline.job_server", "run", "probe", "count", str(counts)]
+        served = subprocess.run(command,
                                 env=environment | {ADDRESS_VARIABLE: address}, cwd=workdir, input="",
                                 capture_output=True, text=True)  # fmt: skip
         assert served.returncode == 0 and not seen(served)["served"]

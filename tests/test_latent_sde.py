@@ -25,8 +25,8 @@ from bnnrepro.methods import build_method
 from bnnrepro.methods.latent_sde import LatentSDEMethod
 from bnnrepro.models.latent_sde import LatentSDE, solver_grid
 from bnnrepro.models.weight_sde import KL_ESTIMATORS, DriftNet
+from bnnrepro.pipeline.studies import load_study
 from bnnrepro.runs import RunFolder
-from bnnrepro.studies import load_study
 from bnnrepro.train import compose_config, train
 from tests.kl_checks import assert_same_mean_gradient, assert_stl_variance_vanishes
 

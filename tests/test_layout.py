@@ -10,7 +10,7 @@ import yaml
 
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import implementations
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 from tests.conftest import ROOT, run
 
 STUDY = "sdebnn_toy"  # its artifacts draw from training outputs (config.yaml) and from evaluations
@@ -96,7 +96,8 @@ def test_the_rules_make_the_files_the_layout_names(project: Path) -> None:
         assert any(target in job["output"] for job in jobs.get(rule, [])), (rule, target, jobs.get(rule))
     train_outputs = {Path(f).name for f in jobs["train"][0]["output"]}
     assert train_outputs == set(layout.TRAINING_OUTPUTS.values())
-    # the training job's code is one input list (bnnrepro.input_lists), planned with the files it names as inputs
+    # the training job's code is one input list (bnnrepro.pipeline.input_lists), planned with the files it names as
+    # inputs
     training = next(job for job in jobs["train"] if made_by["train"] in job["output"])
     code = [f for f in training["input"] if f.startswith(layout.INPUT_LISTS)]
     listing = [job for job in jobs["input_list"] if job["output"] == code]

@@ -18,7 +18,6 @@ from bnnrepro.data.registry import dataset_config
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.errors import DivergedError
 from bnnrepro.inference.posterior_targets import GaussianLogLikelihood, NetworkPosterior, SamplingTarget
-from bnnrepro.method_tasks import method_tasks
 from bnnrepro.methods import METHOD_MODULES, build_method, config_method_name, own_training_job
 from bnnrepro.methods.hmc import HamiltonianMonteCarlo
 from bnnrepro.methods.loss_minimiser import LossMinimiser
@@ -27,6 +26,7 @@ from bnnrepro.methods.repulsive_ensembles import ParticleEnsemble
 from bnnrepro.models.posterior_networks import relu_mlp
 from bnnrepro.optim import Adam
 from bnnrepro.paths import train_config_dir
+from bnnrepro.pipeline.method_tasks import method_tasks
 from bnnrepro.train import compose_config
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -1,6 +1,6 @@
 """A study that pairs a method with data of a task it does not take is an error when the workflow checks the study
-(bnnrepro.studies.check_overrides, before any job runs), naming the study file, the method, the dataset, its task and
-the fix; the committed studies pass the check at every scale."""
+(bnnrepro.pipeline.studies.check_overrides, before any job runs), naming the study file, the method, the dataset, its
+task and the fix; the committed studies pass the check at every scale."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bnnrepro import studies
 from bnnrepro.data.registry import dataset_config
-from bnnrepro.method_tasks import dataset_task, method_tasks
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import task_mismatch
+from bnnrepro.pipeline import studies
+from bnnrepro.pipeline.method_tasks import dataset_task, method_tasks
+from bnnrepro.pipeline.studies import task_mismatch
 from bnnrepro.train_configs import SCALES
 from tests.conftest import ROOT
 

@@ -17,7 +17,7 @@ from bnnrepro.artifacts.claims import all_claims, check
 from bnnrepro.artifacts.claims.udn_uci import untrained_depth
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import implementation
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 from tests.test_thesis_ral_artifacts import claim_context as ral_metrics
 from tests.test_verdict_rules import gradient_variance_files, toy_run_files
 

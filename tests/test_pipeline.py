@@ -30,10 +30,10 @@ from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.fidelity.collect import collect
 from bnnrepro.fidelity.document import NOT_RUN_FILE, fidelity_document
 from bnnrepro.methods import METHOD_MODULES, config_method_name
+from bnnrepro.pipeline.sources import source_files
+from bnnrepro.pipeline.studies import available_studies, load_study
 from bnnrepro.report.summary import summary_rows
 from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS, claim_status
-from bnnrepro.sources import source_files
-from bnnrepro.studies import available_studies, load_study
 from tests.conftest import OFFLINE, add_session_dag_record, copy_project, run
 
 pytestmark = pytest.mark.slow
@@ -84,7 +84,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_jobs_ran_as_children_of_the_job_server(built: Path) -> None:
-    """The workflow's jobs start as forks of its job server (bnnrepro.job_server); only those that start before
+    """The workflow's jobs start as forks of its job server (bnnrepro.pipeline.job_server); only those that start before
     the server is ready (the first data jobs, a few seconds) run as plain processes, and none is refused."""
     log = (built.parent / "first_run_job_server.log").read_text()
     training = re.findall(r"^job (\d+): python -m bnnrepro\.train ", log, flags=re.M)
@@ -215,8 +215,9 @@ def test_a_code_change_reruns_only_the_jobs_that_run_that_code(built: Path) -> N
 
 
 def test_a_method_code_change_reruns_exactly_the_runs_and_evaluations_that_run_it(built: Path) -> None:
-    """Training and evaluation jobs declare the source files they run through input lists (bnnrepro.input_lists):
-    editing a method module remakes the lists that name it and plans again exactly the jobs that run it."""
+    """Training and evaluation jobs declare the source files they run through input lists
+    (bnnrepro.pipeline.input_lists): editing a method module remakes the lists that name it and plans again exactly
+    the jobs that run it."""
     edited = "src/bnnrepro/methods/continuous_depth.py"
     runs = [run for name in yaml.safe_load((built / "config/config.yaml").read_text())["studies"]
             for run in load_study(name).runs("smoke")]  # fmt: skip

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from bnnrepro.files import UnreadableFileError
-from bnnrepro.result_timestamps import load, record, restore
+from bnnrepro.pipeline.result_timestamps import load, record, restore
 
 FILES = ["data.npz", "runs/a/metrics.json", "runs/b/metrics.json", "runs/b/checkpoint.pt", "metrics.csv", "report.pdf"]
 MANIFEST = Path("timestamps.json")

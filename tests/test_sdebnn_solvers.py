@@ -20,8 +20,8 @@ from bnnrepro.artifacts.registry import implementations
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods import build_method
 from bnnrepro.models.weight_sde_solver import integrate
+from bnnrepro.pipeline.studies import SCALES, load_study
 from bnnrepro.runs import RunFolder
-from bnnrepro.studies import SCALES, load_study
 from bnnrepro.train import compose_config, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -10,7 +10,7 @@ import pytest
 
 from bnnrepro.artifacts.registry import drawing_modules
 from bnnrepro.methods import METHOD_MODULES
-from bnnrepro.sources import import_graph, module_closure
+from bnnrepro.pipeline.sources import import_graph, module_closure
 
 ENTRY_POINTS = {
     "training job": ["bnnrepro.train", *sorted(set(METHOD_MODULES.values()))],

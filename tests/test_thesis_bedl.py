@@ -39,7 +39,7 @@ from bnnrepro.methods import build_method
 from bnnrepro.metrics import predictive_entropy
 from bnnrepro.models.moment_layers import GaussianAffine, LayerShape
 from bnnrepro.optim import Adam
-from bnnrepro.studies import SCALES, load_study
+from bnnrepro.pipeline.studies import SCALES, load_study
 from bnnrepro.train import compose_config
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -27,7 +27,7 @@ from bnnrepro.evaluations.inputs import EvaluationInputs
 from bnnrepro.methods import build_method
 from bnnrepro.methods.bnsde import BNSDEMethod
 from bnnrepro.models.hybrid_sde import HybridSDE
-from bnnrepro.studies import SCALES
+from bnnrepro.pipeline.studies import SCALES
 from bnnrepro.train_configs import compose_config
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -25,7 +25,7 @@ from bnnrepro.artifacts.claims.thesis_bnsde_tables import (
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog_entry, implementation
 from bnnrepro.layout import RUN_METRICS
-from bnnrepro.studies import Run, load_study
+from bnnrepro.pipeline.studies import Run, load_study
 from bnnrepro.train_configs import SCALES
 
 STUDY = load_study(tables.STUDY)

@@ -13,7 +13,7 @@ import pytest
 from bnnrepro.artifacts import thesis_vbp_tables as tables
 from bnnrepro.artifacts.registry import catalog_entry, implementation
 from bnnrepro.models.moment_layers import layer_shapes
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 from bnnrepro.train_configs import SCALES, check_protocol_files
 
 # Table 3.4 by hand: (out * in * k * k + out) per convolution, (out * in + out) per linear layer.

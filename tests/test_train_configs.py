@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import available_studies, load_study
+from bnnrepro.pipeline.studies import available_studies, load_study
 from bnnrepro.train_configs import composed_files
 
 

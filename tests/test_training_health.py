@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from bnnrepro import layout
+from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.run_checks import study_run_checks
 from bnnrepro.report.typst_report import render_artifact
-from bnnrepro.studies import load_study
 from bnnrepro.training_health import health_text, training_health
 
 

@@ -118,7 +118,7 @@ def test_a_null_table_does_not_agree() -> None:
 def toy_run_files(tmp_path: Path, method: str, predict) -> list[Path]:
     """The 1-D toy's evaluation file of `method`'s smoke run: 40 points of a curve with a dip, and 50 posterior
     predictive draws of `predict(x_grid, y_train)`."""
-    from bnnrepro.studies import load_study
+    from bnnrepro.pipeline.studies import load_study
 
     x = np.linspace(-1, 1, 40)[:, None]
     y = np.sin(3 * x) - 2 * np.exp(-(((x + 0.6) / 0.08) ** 2))
@@ -152,7 +152,7 @@ def test_the_toy_fit_claim_holds_on_a_fit_and_not_on_a_constant_predictor(
 def gradient_variance_files(tmp_path: Path, ratios: list[float]) -> list[Path]:
     """Evaluation files of the latent gradient-variance runs at smoke scale, full MC and drift-only variances at
     `ratios` times STL's (one per run)."""
-    from bnnrepro.studies import load_study
+    from bnnrepro.pipeline.studies import load_study
 
     runs = [r for r in load_study("sdebnn_latent").runs("smoke") if r.method == "latent_gradvar"]
     files = []

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bnnrepro import layout, studies
-from bnnrepro.studies import load_study
+from bnnrepro import layout
+from bnnrepro.pipeline import studies
+from bnnrepro.pipeline.studies import load_study
 from tests.conftest import ROOT, copy_project, run
 
 

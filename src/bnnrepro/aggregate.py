@@ -14,8 +14,8 @@ import pandas as pd
 
 from bnnrepro import layout
 from bnnrepro.files import RUN_RESULT, read_json, write_atomic
-from bnnrepro.job_process import freeze_imported_objects
-from bnnrepro.studies import Run, load_study
+from bnnrepro.pipeline.job_process import freeze_imported_objects
+from bnnrepro.pipeline.studies import Run, load_study
 from bnnrepro.training_health import HEALTHY, health_text
 
 

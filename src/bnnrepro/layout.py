@@ -12,12 +12,12 @@ returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/
         config.yaml, metrics.json, checkpoint.pt, train.log, resume.pt (while it runs), eval/<evaluation>.npz
     results/<scale>/<study>/metrics.csv         the study's tidy metrics
     results/<scale>/report_manifest.json        what the report shows, with provenance
-    results/<scale>/timestamps.json             the results' recorded time order (bnnrepro.result_timestamps)
+    results/<scale>/timestamps.json             the results' recorded time order (bnnrepro.pipeline.result_timestamps)
     reports/figures/<stem>.{pdf,png}, reports/tables/<stem>.{csv,md,tex}, reports/report.{pdf,typ}
         (a study of your own: its table reports/tables/study_<study>.{csv,md,tex})
     reports/checks/<stem>.json                  an artifact's caption claims and table cells, checked
     logs/<step>/...                             one log per job
-    .snakemake/bnnrepro/dag_cache.json          DAG-time work kept between snakemake calls (bnnrepro.dag_cache)
+    .snakemake/bnnrepro/dag_cache.json          DAG-time work kept between snakemake calls (bnnrepro.pipeline.dag_cache)
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def is_standin(path: str | Path) -> bool:
 
 
 def input_list_file(name: str = "{name}") -> str:
-    """A list of files that jobs declare as one input (bnnrepro.input_lists): results/inputs/<name>.txt."""
+    """A list of files that jobs declare as one input (bnnrepro.pipeline.input_lists): results/inputs/<name>.txt."""
     return f"{INPUT_LISTS}/{name}.txt"
 
 
@@ -190,8 +190,8 @@ def artifact_files(output: str, stem: str = "{stem}") -> dict[str, str]:
 
 
 DAG_CACHE = ".snakemake/bnnrepro/dag_cache.json"
-"""The record of work done while the DAG is built (bnnrepro.dag_cache): the studies whose overrides composed
-(bnnrepro.studies.check_overrides) and the artifacts' declarations (bnnrepro.artifacts.declarations), so that
+"""The record of work done while the DAG is built (bnnrepro.pipeline.dag_cache): the studies whose overrides composed
+(bnnrepro.pipeline.studies.check_overrides) and the artifacts' declarations (bnnrepro.artifacts.declarations), so that
 neither is redone on every `snakemake` call while the files they read stay the same."""
 
 

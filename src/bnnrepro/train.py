@@ -25,7 +25,6 @@ from bnnrepro.data.augmentation import training_augmentation
 from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import peak_memory_mib
 from bnnrepro.errors import DivergedError
-from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.methods import build_method, own_training_job
 from bnnrepro.metrics import classification_metrics, forecasting_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
@@ -35,6 +34,7 @@ from bnnrepro.optim import (
     check_learning_rate_schedule,
     scaled_learning_rate_schedule,
 )
+from bnnrepro.pipeline.job_process import freeze_imported_objects
 from bnnrepro.runs import RunFolder, ran_on, start_job
 from bnnrepro.train_configs import compose_config
 from bnnrepro.training_health import health_text, training_health

@@ -3,8 +3,8 @@
 
 rule aggregate:
     input:
-        metrics=study_run_metrics,
-        code=source_files("bnnrepro.aggregate", record=DAG_RECORD),
+        metrics=PLAN.study_run_metrics,
+        code=source_files("bnnrepro.aggregate", record=PLAN.record),
     output:
         report(
             layout.study_metrics_file(),
@@ -19,14 +19,14 @@ rule aggregate:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.aggregate {wildcards.study} {wildcards.scale} {output} > {log} 2>&1"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.aggregate {wildcards.study} {wildcards.scale} {output} > {log} 2>&1"
 
 
 # A study of your own (`paper: own`): a table of its test metrics, mean and standard error over seeds.
 rule study_summary:
     input:
-        metrics=study_metrics,
-        code=source_files("bnnrepro.report.study_summary", record=DAG_RECORD),
+        metrics=PLAN.study_metrics,
+        code=source_files("bnnrepro.report.study_summary", record=PLAN.record),
     output:
         csv=report(
             layout.artifact_file("table", "csv", layout.study_summary_stem()),
@@ -43,5 +43,5 @@ rule study_summary:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.report.study_summary {wildcards.study} {input.metrics} "
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.report.study_summary {wildcards.study} {input.metrics} "
         "--outputs {output.csv} {output.md} {output.tex} > {log} 2>&1"

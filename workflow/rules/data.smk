@@ -4,8 +4,8 @@
 
 rule generate_data:
     input:
-        code=data_code,
-        configs=data_configs,
+        code=PLAN.data_code,
+        configs=PLAN.data_configs,
     output:
         layout.generated_data_file(),
     log:
@@ -17,9 +17,9 @@ rule generate_data:
     conda:
         "../../environment.yml"
     params:
-        entry=registry_entry,
+        entry=PLAN.registry_entry,
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.data generate {wildcards.dataset} '{wildcards.instance}' {output} > {log} 2>&1"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.data generate {wildcards.dataset} '{wildcards.instance}' {output} > {log} 2>&1"
 
 
 rule fetch:
@@ -28,13 +28,13 @@ rule fetch:
     log:
         layout.log_file("data", "fetch_{download}"),
     wildcard_constraints:
-        download=DOWNLOAD_NAMES,
+        download=PLAN.download_names(),
     conda:
         "../../environment.yml"
     resources:
         dvc=1,
     params:
-        mirror=data_mirror(),
+        mirror=PLAN.data_mirror(),
     shell:
         "BNNREPRO_DATA_MIRROR={params.mirror} dvc repro --single-item data/dvc.yaml:fetch@{wildcards.download} > {log} 2>&1"
 
@@ -42,57 +42,57 @@ rule fetch:
 rule prepare_download:
     input:
         raw=ancient(rules.fetch.output.raw),
-        code=download_code("prepare"),
+        code=PLAN.download_code("prepare"),
     output:
         layout.prepared_download_file(),
     log:
         layout.log_file("data", "prepare_{download}"),
     wildcard_constraints:
-        download=DOWNLOAD_NAMES,
+        download=PLAN.download_names(),
     priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     params:
-        entry=registry_entry,
+        entry=PLAN.registry_entry,
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.data prepare {wildcards.download} {input.raw} {output} > {log} 2>&1"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.data prepare {wildcards.download} {input.raw} {output} > {log} 2>&1"
 
 
 # A dataset an installed package ships (config/datasets.yaml `packaged`): its arrays, written once for the loader.
 rule prepare_packaged:
     input:
-        code=download_code("source"),
+        code=PLAN.download_code("source"),
     output:
         layout.prepared_download_file(),
     log:
         layout.log_file("data", "prepare_{download}"),
     wildcard_constraints:
-        download=PACKAGED_NAMES,
+        download=PLAN.packaged_names(),
     priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     params:
-        entry=registry_entry,
+        entry=PLAN.registry_entry,
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.data package {wildcards.download} {output} > {log} 2>&1"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.data package {wildcards.download} {output} > {log} 2>&1"
 
 
 rule standin:
     input:
-        code=download_code("standin"),
+        code=PLAN.download_code("standin"),
     output:
         layout.prepared_download_file(standin=True),
     log:
         layout.log_file("data", "standin_{download}"),
     wildcard_constraints:
-        download=DOWNLOAD_NAMES,
+        download=PLAN.download_names(),
     priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.data standin {wildcards.download} {output} > {log} 2>&1"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.data standin {wildcards.download} {output} > {log} 2>&1"
 
 
 rule data:
     input:
-        prepared_datasets(),
+        PLAN.prepared_datasets(),

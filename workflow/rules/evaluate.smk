@@ -7,9 +7,9 @@ rule evaluate:
     input:
         checkpoint=rules.train.output.checkpoint,
         config=rules.train.output.config,
-        data=run_data,
-        extra_data=evaluation_data,
-        code=evaluation_code,
+        data=planned(PLAN.run_data),
+        extra_data=PLAN.evaluation_data,
+        code=planned(PLAN.evaluation_code),
     output:
         layout.run_file(layout.evaluation_file()),
     log:
@@ -24,7 +24,7 @@ rule evaluate:
     resources:
         gpu=evaluation_gpus,
     params:
-        data=evaluation_data_arguments,
+        data=PLAN.evaluation_data_arguments,
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.evaluations 'results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}' "
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.evaluations 'results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}' "
         "{wildcards.evaluation} '{output}' {params.data} > '{log}' 2>&1"

@@ -2,13 +2,13 @@
 # imports of pandas, matplotlib and seaborn (2-3 s) for each of 69 artifacts at smoke, most of their time.
 
 
-for _study in drawn_studies():
+for _study in PLAN.drawn_studies():
 
     rule:
         name:
             f"draw_{_study}"
         input:
-            **drawing_inputs(_study),
+            **PLAN.drawing_inputs(_study),
         output:
             drawing_outputs(_study),
         log:
@@ -17,6 +17,6 @@ for _study in drawn_studies():
         conda:
             "../../environment.yml"
         params:
-            arguments=drawing_arguments(_study),
+            arguments=PLAN.drawing_arguments(_study),
         shell:
-            "python -m bnnrepro.job_server run bnnrepro.artifacts {params.arguments} > {log} 2>&1"
+            "python -m bnnrepro.pipeline.job_server run bnnrepro.artifacts {params.arguments} > {log} 2>&1"

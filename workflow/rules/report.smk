@@ -3,14 +3,14 @@
 
 rule report_manifest:
     input:
-        figures=artifact_files("figure"),
-        tables=artifact_files("table"),
-        checks=artifact_checks_files(),
-        own_study_tables=own_study_tables(),
-        metrics=all_study_metrics(),
-        code=report_code("bnnrepro.report.manifest"),
-        draw_functions=draw_function_files(),
-        paper_results=paper_result_files(project_root()),
+        figures=PLAN.artifact_files("figure"),
+        tables=PLAN.artifact_files("table"),
+        checks=PLAN.artifact_checks_files(),
+        own_study_tables=PLAN.own_study_tables(),
+        metrics=PLAN.all_study_metrics(),
+        code=PLAN.report_code("bnnrepro.report.manifest"),
+        draw_functions=PLAN.draw_function_files(),
+        paper_results=PLAN.paper_result_files(),
     output:
         manifest=layout.report_manifest_file(SCALE),
     log:
@@ -18,15 +18,15 @@ rule report_manifest:
     conda:
         "../../environment.yml"
     params:
-        config=report_config(),
+        config=PLAN.report_config(),
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.report.manifest --config {params.config} --out {output} > {log} 2>&1"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.report.manifest --config {params.config} --out {output} > {log} 2>&1"
 
 
 rule report:
     input:
         manifest=rules.report_manifest.output.manifest,
-        code=report_code("bnnrepro.report.__main__"),
+        code=PLAN.report_code("bnnrepro.report.__main__"),
     output:
         pdf=report(layout.REPORT_PDF, caption="../report/report.rst", category="Report"),
         typst_source=layout.REPORT_TYPST,
@@ -35,18 +35,18 @@ rule report:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.report {input.manifest} {output.pdf} > {log} 2>&1"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.report {input.manifest} {output.pdf} > {log} 2>&1"
 
 
 # Last: the size, time and md5 of every result, cached by DVC with them, so that results checked out from a
 # DVC remote get back their time order and Snakemake schedules nothing, and the md5 of the workflow's sources, so that
-# a checkout of results made from other sources reruns what those changed (bnnrepro.result_timestamps). The sources
+# a checkout of results made from other sources reruns what those changed (bnnrepro.pipeline.result_timestamps). The sources
 # are no inputs: the record is written when every result is current with them, and a source edited since that no
 # result reads leaves it unchanged (rewriting config/config.yaml, as `dvc exp run -S` does, would rerun it).
 rule record_timestamps:
     input:
-        results=result_files(),
-        code=source_files("bnnrepro.result_timestamps", record=DAG_RECORD),
+        results=PLAN.result_files(),
+        code=source_files("bnnrepro.pipeline.result_timestamps", record=PLAN.record),
     output:
         timestamps=TIMESTAMPS,
     log:

@@ -7,9 +7,9 @@
 
 rule train:
     input:
-        data=run_data,
-        code=train_code,
-        configs=train_configs,
+        data=planned(PLAN.run_data),
+        code=planned(PLAN.train_code),
+        configs=planned(PLAN.train_configs),
     output:
         metrics=layout.run_file(layout.RUN_METRICS),
         config=layout.run_file(layout.RUN_CONFIG),
@@ -23,10 +23,10 @@ rule train:
         "../../environment.yml"
     threads: config["threads_per_job"]
     resources:
-        gpu=training_gpus,
+        gpu=TRAINING_GPUS,
         device=config["device"],
     params:
-        overrides=run_overrides,
+        overrides=planned(PLAN.run_overrides),
     shell:
-        "python -m bnnrepro.job_server run bnnrepro.train {params.overrides} device={resources.device} threads={threads}"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.train {params.overrides} device={resources.device} threads={threads}"
         " > {log} 2>&1"

@@ -16,7 +16,7 @@ from bnnrepro.artifacts.claims import check, claims_of
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import implementation
 from bnnrepro.artifacts.render import compare_with_published, save_checks, save_figure, save_table, stamp_scale
-from bnnrepro.job_process import freeze_imported_objects
+from bnnrepro.pipeline.job_process import freeze_imported_objects
 
 ARTIFACT_OPTION = "--artifact"
 

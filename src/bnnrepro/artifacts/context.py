@@ -11,7 +11,7 @@ import pandas as pd
 
 from bnnrepro.files import RUN_RESULT, read_json, read_npz, read_yaml
 from bnnrepro.layout import RUN_METRICS, parse_run_path
-from bnnrepro.studies import available_studies, load_study
+from bnnrepro.pipeline.studies import available_studies, load_study
 
 
 @dataclass

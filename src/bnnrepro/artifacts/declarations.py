@@ -4,7 +4,7 @@ The draw functions' modules import torch, matplotlib and seaborn (seconds); the 
 `@figure`/`@table` decorators declare: the output kind, what the artifact reads (the study's metrics, data files,
 or one file of some runs), where its code is, and the module of its caption claims if it has any
 (`bnnrepro.artifacts.claims`). `declarations` imports the modules once, records those fields
-(`bnnrepro.dag_cache`) under a digest of every source file the modules run, the catalog they register against
+(`bnnrepro.pipeline.dag_cache`) under a digest of every source file the modules run, the catalog they register against
 and config/, and reads them back on later `snakemake` calls until one of those files changes.
 """
 
@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bnnrepro.artifacts.registry import CATALOG, artifact_stem, drawing_modules, implementations
-from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.paths import config_dir
-from bnnrepro.sources import PACKAGE_DIR, module_closure
-from bnnrepro.studies import Run
+from bnnrepro.pipeline.dag_cache import cached, files_digest
+from bnnrepro.pipeline.sources import PACKAGE_DIR, module_closure
+from bnnrepro.pipeline.studies import Run
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from bnnrepro.metrics import (
     negative_log_likelihood,
     ood_auroc,
 )
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "repulsive_images"
 ROWS = {

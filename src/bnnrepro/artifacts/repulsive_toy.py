@@ -27,7 +27,7 @@ from bnnrepro.evaluations.posterior_arrays import EVALUATION as FIGURE_ARRAYS
 from bnnrepro.inference.posterior_targets import SAMPLING_DENSITIES
 from bnnrepro.layout import evaluation_file
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "repulsive_toy"
 RUN_FILE = evaluation_file(FIGURE_ARRAYS)

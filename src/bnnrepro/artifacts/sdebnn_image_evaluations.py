@@ -26,7 +26,7 @@ from bnnrepro.evaluations.image_classification import sweep_settings
 from bnnrepro.layout import evaluation_file, run_method
 from bnnrepro.metrics import corruption_errors
 from bnnrepro.models.weight_sde_solver import SolverSettings
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 DATASETS = ("cifar10",)
 SIZES = ("@cifar10", "@cifar10_tiny")  # the paper's CIFAR-10 column and the "Tiny CPU" variant of the study

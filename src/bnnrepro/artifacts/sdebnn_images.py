@@ -11,7 +11,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
 from bnnrepro.layout import RUN_METRICS
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "sdebnn_images"
 MODEL_LABELS = {  # study model names (before "@") -> Table 1 rows

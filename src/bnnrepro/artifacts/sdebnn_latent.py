@@ -13,7 +13,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure
 from bnnrepro.layout import evaluation_file, run_method
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "sdebnn_latent"
 ESTIMATOR_LABELS = {"stl": "STL", "fmc": "Full Monte Carlo", "ckl": "Li et al. (2020)"}  # SDE-BNN Fig. 4's legend

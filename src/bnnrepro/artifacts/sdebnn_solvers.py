@@ -19,7 +19,7 @@ from bnnrepro.artifacts.registry import figure
 from bnnrepro.data.registry import parse_instance
 from bnnrepro.layout import RUN_METRICS
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "sdebnn_solvers"
 SOLVERS = {  # study method names before "@" -> solver keys

@@ -24,7 +24,7 @@ from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.render import standard_error
 from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.layout import evaluation_file
-from bnnrepro.studies import Run, load_study
+from bnnrepro.pipeline.studies import Run, load_study
 
 STUDY = "thesis_bedl"
 ENTROPY_EVALUATION = "ood_entropy"  # config/evaluations/ood_entropy.yaml (bnnrepro.evaluations.ood_detection)

@@ -20,7 +20,7 @@ from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods import evidential, gaussian_weight_vi, mc_dropout
 from bnnrepro.methods.protocol import check_method
 from bnnrepro.optim import Adam
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 THESIS_COSTS = {
     "mc_dropout": ("O((F+L)S)", "O((F+L)S)"),

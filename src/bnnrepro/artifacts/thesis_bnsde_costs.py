@@ -30,7 +30,7 @@ from bnnrepro.artifacts.thesis_bedl_costs import with_samples
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.methods import bnsde
 from bnnrepro.methods.protocol import check_method
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY, DATASET = "thesis_bnsde", "lorenz"
 ROWS: dict[str, tuple[str, str | None]] = {

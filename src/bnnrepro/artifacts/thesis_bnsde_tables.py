@@ -25,7 +25,7 @@ from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.render import standard_deviation, standard_error
 from bnnrepro.artifacts.thesis_bedl import epochs_text, in_thesis_order, method_base, standin_note, summarised_cells
 from bnnrepro.data.mocap import SHAPES as MOCAP_SHAPES
-from bnnrepro.studies import Run, load_study
+from bnnrepro.pipeline.studies import Run, load_study
 from bnnrepro.train_configs import compose_config
 
 STUDY = "thesis_bnsde"

@@ -29,7 +29,7 @@ from bnnrepro.artifacts.thesis_bedl import epochs_text, in_thesis_order, method_
 from bnnrepro.data.registry import parse_instance
 from bnnrepro.layout import RUN_METRICS
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import Run, load_study
+from bnnrepro.pipeline.studies import Run, load_study
 
 STUDY = "thesis_ral"
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "FashionMNIST", "cifar10": "CIFAR-10"}

@@ -16,7 +16,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.thesis_vbp_tables import lenet5_layers
 from bnnrepro.inference.gaussian_moments import Moments
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "thesis_ral"
 NUM_CLASSES = 10

@@ -18,7 +18,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import table
 from bnnrepro.artifacts.render import standard_deviation, standard_error
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "thesis_vbp"
 METHOD_LABELS = {"varout": "VarOut", "dvi": "DVI", "vbp": "VBP"}

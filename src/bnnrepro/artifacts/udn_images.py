@@ -13,7 +13,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import figure, table
 from bnnrepro.inference.depth_posteriors import TruncatedPoisson, expected_depth
 from bnnrepro.layout import RUN_METRICS, run_method
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "udn_images"
 SUBSETS = {"udn@deer_car": "deer vs car", "udn@cat_dog": "cat vs dog", "udn": "CIFAR-10"}

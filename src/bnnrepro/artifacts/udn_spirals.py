@@ -16,7 +16,7 @@ from bnnrepro.data.registry import data_path
 from bnnrepro.data.spec import Splits
 from bnnrepro.inference.poisson import poisson_quantile
 from bnnrepro.paths import train_config_dir
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "udn_spirals"
 FIG2_OMEGAS = (0, 5, 10, 20, 30)  # the omegas of Fig. 2 are not stated; a spread over [0, 30]

@@ -15,7 +15,7 @@ from bnnrepro.artifacts.published_points import (
     published_points,
 )
 from bnnrepro.artifacts.registry import figure
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 STUDY = "udn_uci"
 DATASET_ORDER = ("yacht", "boston", "energy", "concrete", "power", "wine", "naval", "kin8nm", "protein")

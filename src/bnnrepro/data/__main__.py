@@ -15,7 +15,7 @@ from pathlib import Path
 from bnnrepro.data.fetch import MIRROR_VARIABLE, DownloadError, fetch
 from bnnrepro.data.registry import dataset, generate_instance, resolve
 from bnnrepro.data.tabular import prepare_packaged
-from bnnrepro.job_process import freeze_imported_objects
+from bnnrepro.pipeline.job_process import freeze_imported_objects
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import torch
 from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.evaluations.inputs import evaluation_inputs, load_run
 from bnnrepro.files import write_atomic
-from bnnrepro.job_process import freeze_imported_objects
+from bnnrepro.pipeline.job_process import freeze_imported_objects
 
 
 def _data_argument(text: str) -> tuple[str, Path]:

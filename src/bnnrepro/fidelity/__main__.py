@@ -13,7 +13,7 @@ from bnnrepro.fidelity.code_digest import backfill
 from bnnrepro.fidelity.collect import PROVENANCE_FILE, collect
 from bnnrepro.fidelity.document import fidelity_document
 from bnnrepro.paths import project_root
-from bnnrepro.studies import Run, load_study
+from bnnrepro.pipeline.studies import Run, load_study
 
 RESULTS = Path("docs/fidelity")
 DOCUMENT = Path("docs/fidelity.md")

@@ -1,26 +1,25 @@
-"""The code digest of a run's training: a sha256 over the content of the files its training job declares as its code
-and config inputs (`bnnrepro.training_inputs`: the source files `python -m bnnrepro.train` runs for the run's method
-and the config/train files its Hydra composition reads), so that committed results say which code made them and the
-fidelity document can tell the batches whose code has changed since.
+"""The code digest of a run's training: a sha256 over the content of the files its training job declares as its code and
+config inputs (`bnnrepro.pipeline.training_inputs`: the source files `python -m bnnrepro.train` runs for the run's
+method and the config/train files its Hydra composition reads), so that committed results say which code made them
+and the fidelity document can tell the batches whose code has changed since.
 
 A tree is a folder holding the project's files at some commit: the current checkout, or a git worktree of an older
 commit (`git worktree add /tmp/wt-<commit> <commit>`). The list of a tree's files is made by that tree's own code, in
 a Python process whose `bnnrepro` is the tree's (PYTHONPATH=<tree>/src, run from the tree), not by the current code
 reading the old files: which modules a run imports is a property of the code at that commit (an import added since
-did not run then), and the listing functions read the package they belong to (`bnnrepro.sources` walks the imports
-from its own folder, `bnnrepro.methods` finds the method modules beside itself), so reading another tree takes a
-process that imports it. A tree from before `bnnrepro.training_inputs` lists them as rule `train` then did, from the
-same functions (`source_files`, `METHOD_MODULES`, `config_method_name`, `composed_files`; unchanged since the first
-paper-scale batch). A change of the listing rule itself therefore changes the digests too, which errs on the side of
-calling a batch stale.
+did not run then), and the listing functions read the package they belong to (`bnnrepro.pipeline.sources` walks the
+imports from its own folder, `bnnrepro.methods` finds the method modules beside itself), so reading another tree
+takes a process that imports it. A tree from before `bnnrepro.pipeline.training_inputs` (or
+`bnnrepro.training_inputs`) lists them as rule `train` then did, from the same functions (`source_files`,
+`METHOD_MODULES`, `config_method_name`, `composed_files`; unchanged since the first paper-scale batch). A change of
+the listing rule itself therefore changes the digests too, which errs on the side of calling a batch stale.
 
 The digest of a set of files is the sha256 of the lines '<sha256 of the file's bytes>  <project-relative path>', one
 per file in path order (the format of `sha256sum`): renaming a file changes it, as does editing one.
 
 Batches record `code_digests` in their provenance (`bnnrepro.fidelity.collect`): {"<method>/<dataset>": digest} over
 the files of the batch's runs of that method variant on that dataset (all runs of one method and dataset declare the
-same files; the dataset is in the key because the dataset's config and protocol files are inputs).
-"""
+same files; the dataset is in the key because the dataset's config and protocol files are inputs)."""
 
 from __future__ import annotations
 
@@ -40,21 +39,25 @@ def _training_inputs(study_name: str, scale: str, run_ids: list[str]) -> dict[st
     """{run id: [method/dataset key, sorted files]} of the runs `run_ids` of the study at `scale`, listed by the
     code of the tree this runs in; runs that are not (or no longer) runs of the study are left out. Self-contained:
     `tree_inputs` runs its source in another tree's Python process."""
-    from bnnrepro.studies import load_study
+    try:  # the workflow's machinery in one package, bnnrepro.pipeline
+        from bnnrepro.pipeline.studies import load_study
+        from bnnrepro.pipeline.training_inputs import training_code, training_configs
+    except ImportError:  # a tree from before: its modules at the package's top level
+        from bnnrepro.studies import load_study
 
-    try:
-        from bnnrepro.training_inputs import training_code, training_configs
-    except ImportError:  # a tree from before bnnrepro.training_inputs: rule `train`'s inputs as it then wrote them
-        from bnnrepro.methods import METHOD_MODULES, config_method_name
-        from bnnrepro.sources import source_files
-        from bnnrepro.train_configs import composed_files
+        try:
+            from bnnrepro.training_inputs import training_code, training_configs
+        except ImportError:  # a tree from before bnnrepro.training_inputs: rule `train`'s inputs as it then wrote them
+            from bnnrepro.methods import METHOD_MODULES, config_method_name
+            from bnnrepro.sources import source_files
+            from bnnrepro.train_configs import composed_files
 
-        def training_code(study, run):
-            method = study.method_variants[run.method]["method"]
-            return source_files("bnnrepro.train", METHOD_MODULES[config_method_name(method)])
+            def training_code(study, run):
+                method = study.method_variants[run.method]["method"]
+                return source_files("bnnrepro.train", METHOD_MODULES[config_method_name(method)])
 
-        def training_configs(study, run, scale):
-            return composed_files([*study.overrides(run), f"scale={scale}"])
+            def training_configs(study, run, scale):
+                return composed_files([*study.overrides(run), f"scale={scale}"])
 
     study = load_study(study_name)
     runs = {run.id: run for run in study.runs(scale)}

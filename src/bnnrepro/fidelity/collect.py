@@ -30,7 +30,7 @@ from bnnrepro.artifacts.registry import implementations
 from bnnrepro.artifacts.render import compare_with_published
 from bnnrepro.fidelity.code_digest import code_digests, is_project_tree
 from bnnrepro.fidelity.kept_files import BATCHES_FILE, CLAIM_COLUMNS, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE, TABLES
-from bnnrepro.studies import Run, load_study
+from bnnrepro.pipeline.studies import Run, load_study
 
 
 def _commit(tree: Path) -> str:

@@ -22,7 +22,7 @@ from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS, DIFFERS
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
 from bnnrepro.fidelity.staleness import code_section
 from bnnrepro.files import read_yaml
-from bnnrepro.studies import available_studies, load_study
+from bnnrepro.pipeline.studies import available_studies, load_study
 
 FINDINGS_FILE = "findings.yaml"
 NOT_RUN_FILE = "not_run.yaml"

@@ -21,7 +21,7 @@ from bnnrepro.artifacts.registry import artifact_stem, implementation
 from bnnrepro.artifacts.render import TABLE_COLUMNS, compare_with_published
 from bnnrepro.fidelity.collect import write_claims
 from bnnrepro.fidelity.kept_files import CLAIM_COLUMNS, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE, TABLES
-from bnnrepro.studies import load_study
+from bnnrepro.pipeline.studies import load_study
 
 OUR_COLUMNS = ["row", "column", "ours", "ours_error", "n_runs"]
 FIRST_RULE = "not decided over repetitions (its run files are not kept); on the figure's run the first rule found: "

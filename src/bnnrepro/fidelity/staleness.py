@@ -13,7 +13,7 @@ from pathlib import Path
 from bnnrepro.fidelity.code_digest import batch_runs, code_digests
 from bnnrepro.fidelity.collect import PROVENANCE_FILE, _value_order
 from bnnrepro.paths import project_root
-from bnnrepro.studies import Run, StudyError, load_study
+from bnnrepro.pipeline.studies import Run, StudyError, load_study
 
 
 def stale_keys(folder: Path, current_tree: Path | None = None) -> list[dict]:

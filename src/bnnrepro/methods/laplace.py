@@ -37,7 +37,7 @@ METHODS = ("laplace",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
 TASKS = ("regression",)
 """The data tasks (config/train/dataset/*.yaml `task`) it takes; the workflow checks a study's pairs against them
-before any job runs (bnnrepro.method_tasks)."""
+before any job runs (bnnrepro.pipeline.method_tasks)."""
 
 SUBSETS_OF_WEIGHTS = ("last_layer",)
 """Which weights the posterior covers (laplace-torch's `subset_of_weights`): `predict` draws the last layer's."""

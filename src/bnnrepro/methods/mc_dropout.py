@@ -19,7 +19,7 @@ METHODS = ("mc_dropout",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
 TASKS = ("classification",)
 """The data tasks (config/train/dataset/*.yaml `task`) it takes; the workflow checks a study's pairs against them
-before any job runs (bnnrepro.method_tasks)."""
+before any job runs (bnnrepro.pipeline.method_tasks)."""
 
 
 class MonteCarloDropout(LossMinimiser, FixedArchitectureMethod):

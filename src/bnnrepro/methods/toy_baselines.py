@@ -28,7 +28,7 @@ METHODS = ("gp", "deep_ensemble", "mfvi")
 models of SDE-BNN Fig. 10."""
 TASKS = ("regression",)
 """The data tasks (config/train/dataset/*.yaml `task`) they take; the workflow checks a study's pairs against them
-before any job runs (bnnrepro.method_tasks)."""
+before any job runs (bnnrepro.pipeline.method_tasks)."""
 
 # Added to the diagonal of the GP's predictive covariance before its Cholesky factor is taken for sampling (a
 # dense grid makes it numerically singular); relative to the signal variance, i.e. 0.1% of the prior std.

@@ -3,7 +3,7 @@
 import argparse
 from pathlib import Path
 
-from bnnrepro.job_process import freeze_imported_objects
+from bnnrepro.pipeline.job_process import freeze_imported_objects
 from bnnrepro.report.typst_report import build_report
 
 

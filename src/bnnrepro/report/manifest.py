@@ -31,14 +31,14 @@ import pandas as pd
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.files import read_json, write_atomic
-from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.paths import project_root
+from bnnrepro.pipeline.job_process import freeze_imported_objects
+from bnnrepro.pipeline.sources import PACKAGE_DIR
+from bnnrepro.pipeline.studies import configured_scale, load_study
 from bnnrepro.report import INVOCATION_VARIABLE
 from bnnrepro.report.paper_verdicts import paper_verdicts
 from bnnrepro.report.run_checks import study_run_checks
 from bnnrepro.report.verdicts import artifact_verdict
-from bnnrepro.sources import PACKAGE_DIR
-from bnnrepro.studies import configured_scale, load_study
 
 PACKAGES = ("torch", "torchsde", "snakemake", "dvc", "hydra-core", "numpy", "pandas", "seaborn", "typst")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bnnrepro.studies import Study
+from bnnrepro.pipeline.studies import Study
 
 LISTED_RUNS = 3  # runs named in a line; the rest are counted
 

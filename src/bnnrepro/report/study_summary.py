@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from bnnrepro.artifacts.render import TABLE_COLUMNS, save_table, standard_error
-from bnnrepro.job_process import freeze_imported_objects
 from bnnrepro.layout import PAIR_SEPARATOR
+from bnnrepro.pipeline.job_process import freeze_imported_objects
 
 REPLICATES = ("split",)
 """Hyperparameters averaged over like seeds: a dataset's split K is a replicate of the experiment, not a setting."""

@@ -1,6 +1,6 @@
 """Input lists: one file that stands for many as a job's inputs (rule `input_list`, workflow/rules/inputs.smk).
 
-`python -m bnnrepro.input_lists OUT FILE...` writes OUT, naming each FILE with its md5.
+`python -m bnnrepro.pipeline.input_lists OUT FILE...` writes OUT, naming each FILE with its md5.
 
 A training job runs about 40 source files; declared one by one, Snakemake's scheduler checks every one of them for
 every job that is ready to run at each scheduling pass (on the 500-job default DAG, most of its own CPU). Jobs that
@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from bnnrepro.files import write_atomic
-from bnnrepro.job_process import freeze_imported_objects
-from bnnrepro.result_timestamps import file_md5
+from bnnrepro.pipeline.job_process import freeze_imported_objects
+from bnnrepro.pipeline.result_timestamps import file_md5
 
 NAME_PATTERN = r"[a-z_]+-[0-9a-f]{12}"
 """An input list's name: its kind, then the first 12 hex digits of the sha1 of its sorted file names."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnnrepro.files import write_atomic
-from bnnrepro.result_checks import verify_result
+from bnnrepro.pipeline.result_checks import verify_result
 
 RESTORED_SPACING_NS = 1000  # restored files are 1 microsecond apart, in recorded order
 

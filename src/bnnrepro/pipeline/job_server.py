@@ -4,7 +4,7 @@ A job's process spends most of a smoke-scale job importing torch, pandas, matplo
 fraction of a second of work; benchmarks/job_overhead.py). The workflow starts this server when a run begins (the
 Snakefile's `onstart`) and stops it when the run ends. Every job's command is
 
-    python -m bnnrepro.job_server run <module> <arguments>
+    python -m bnnrepro.pipeline.job_server run <module> <arguments>
 
 which hands the job to the server when there is one it may use: the server forks, the child takes the command's
 standard streams (so its log redirections hold), working directory, environment and arguments, and runs
@@ -308,7 +308,7 @@ def _wait_for_job(connection: socket.socket, pid: int) -> NoReturn:
         signal.signal(number, lambda received, _frame: _signal(pid, received))
     ended = _receive(connection)
     if ended is None:
-        sys.exit(f"bnnrepro.job_server: the job server ended while job {pid} ran; rerun the workflow")
+        sys.exit(f"bnnrepro.pipeline.job_server: the job server ended while job {pid} ran; rerun the workflow")
     code = os.waitstatus_to_exitcode(ended["status"])
     if code < 0:
         if -code in FORWARDED_SIGNALS:
@@ -359,7 +359,7 @@ class StartedServer:
             raise ValueError(f"the job server's socket path {self.address} is longer than a Unix socket allows "
                              f"({MAX_ADDRESS_BYTES} bytes): set TMPDIR to a shorter folder")  # fmt: skip
         log.parent.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "bnnrepro.job_server", "serve", self.address, str(os.getpid())]
+        command = [sys.executable, "-m", "bnnrepro.pipeline.job_server", "serve", self.address, str(os.getpid())]
         with log.open("w") as output:
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
                                             env=environment, cwd=cwd, start_new_session=True)  # fmt: skip
@@ -463,7 +463,7 @@ def main(argv: list[str]) -> None:
     elif argv[:1] == ["serve"] and len(argv) == 3:
         serve(argv[1], int(argv[2]))
     else:
-        sys.exit("usage: python -m bnnrepro.job_server run MODULE [ARGUMENT ...] | serve SOCKET PARENT_PID")
+        sys.exit("usage: python -m bnnrepro.pipeline.job_server run MODULE [ARGUMENT ...] | serve SOCKET PARENT_PID")
 
 
 if __name__ == "__main__":

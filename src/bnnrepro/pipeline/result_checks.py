@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from bnnrepro.dag_cache import cached
 from bnnrepro.files import read_json, verify_archive
+from bnnrepro.pipeline.dag_cache import cached
 
 ARCHIVE_KINDS = {".npz": "prepared dataset or evaluation (.npz)", ".pt": "checkpoint"}
 
@@ -30,7 +30,7 @@ def verify_result(path: Path) -> None:
 
 
 def verify_files(paths: Iterable[str], record: Path | None = None) -> None:
-    """`verify_result` each of `paths` that exists. With `record` (`bnnrepro.dag_cache`), files whose sizes and
+    """`verify_result` each of `paths` that exists. With `record` (`bnnrepro.pipeline.dag_cache`), files whose sizes and
     modification times are those of the last check are not read again."""
     existing = sorted(p for p in set(paths) if Path(p).is_file())
     stats = [(p, stat.st_size, stat.st_mtime_ns) for p in existing for stat in [Path(p).stat()]]

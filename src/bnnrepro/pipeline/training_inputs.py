@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bnnrepro.methods import METHOD_MODULES, config_method_name
-from bnnrepro.sources import source_files
+from bnnrepro.pipeline.sources import source_files
 from bnnrepro.train_configs import composed_files
 
 if TYPE_CHECKING:
-    from bnnrepro.studies import Run, Study
+    from bnnrepro.pipeline.studies import Run, Study
 
 TRAINING_ENTRY = "bnnrepro.train"
 """The module a training job runs (`python -m bnnrepro.train`)."""
@@ -27,7 +27,7 @@ def method_module(study: Study, run: Run) -> str:
 
 def training_code(study: Study, run: Run, record: Path | None = None) -> list[str]:
     """Project-relative paths of the source files the run's training job runs. `record`: see
-    `bnnrepro.sources.import_graph`."""
+    `bnnrepro.pipeline.sources.import_graph`."""
     return source_files(TRAINING_ENTRY, method_module(study, run), record=record)
 
 

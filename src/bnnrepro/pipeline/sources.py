@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 
 import bnnrepro
-from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.paths import project_root
+from bnnrepro.pipeline.dag_cache import cached, files_digest
 
 PACKAGE_DIR = Path(bnnrepro.__file__).parent
 
@@ -51,8 +51,8 @@ def _imported_modules(path: Path, name: str) -> frozenset[str]:
 @cache
 def import_graph(record: Path | None = None) -> dict[str, tuple[str, ...]]:
     """{module: the bnnrepro modules its import statements name} for every module of the package. Parsing them
-    all is a tenth of a second of every `snakemake` call: with `record` (`bnnrepro.dag_cache`), the graph is read
-    back while no source file of the package has changed."""
+    all is a tenth of a second of every `snakemake` call: with `record` (`bnnrepro.pipeline.dag_cache`), the graph is
+    read back while no source file of the package has changed."""
     modules = {_module_name(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
     graph = cached(
         record,

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import jsonschema
 
 from bnnrepro import layout, train_configs
-from bnnrepro.dag_cache import cached, files_digest
 from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file
 from bnnrepro.files import read_yaml
-from bnnrepro.method_tasks import dataset_task, method_tasks
 from bnnrepro.methods import config_method_name
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
+from bnnrepro.pipeline.dag_cache import cached, files_digest
+from bnnrepro.pipeline.method_tasks import dataset_task, method_tasks
 from bnnrepro.train_configs import SCALES, compose_config, composed_files
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def configured_scale(config: Mapping, study: str) -> str:
 
 @cache
 def study_schema() -> dict:
-    """The JSON schema of a study file (src/bnnrepro/study.schema.yaml), read once."""
+    """The JSON schema of a study file (src/bnnrepro/pipeline/study.schema.yaml), read once."""
     return read_yaml(STUDY_SCHEMA)
 
 
@@ -292,10 +292,10 @@ def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path
     value stops the workflow before any job starts. The workflow composes at the scale it runs a study at (a study's
     paper grid is composed when a call asks for `paper`: every study's, ~300 compositions, cost a minute) and
     checks the values every scale gives each key against those compositions; the tests compose every scale. With
-    `record` (`bnnrepro.dag_cache`), a study and scale checked before with exactly the files of `overrides_digest`
-    are not checked again: editing a config/train file checks again the studies that compose it, not the others.
-    Then each method must take the task of each dataset a grid pairs it with (`task_mismatch`, below; not recorded, as
-    the method modules it reads are not in the digest: a few milliseconds for every study)."""
+    `record` (`bnnrepro.pipeline.dag_cache`), a study and scale checked before with exactly the files of
+    `overrides_digest` are not checked again: editing a config/train file checks again the studies that compose it,
+    not the others. Then each method must take the task of each dataset a grid pairs it with (`task_mismatch`, below;
+    not recorded, as the method modules it reads are not in the digest: a few milliseconds for every study)."""
     path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
     for scale in scales:
         digest = overrides_digest(study, scale)

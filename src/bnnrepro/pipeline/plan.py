@@ -1,0 +1,557 @@
+"""The workflow's DAG in plain Python: studies -> runs -> evaluations -> artifacts -> result files, with the inputs
+each job declares.
+
+`Plan.build(config)` reads the configuration (config/config.yaml's values, the studies, the dataset registry, the
+artifact and evaluation declarations) and checks it, raising `PlanError` with the fix; it changes no file.
+`workflow/rules/common.smk` adapts it to Snakemake: each input function there is a method of the plan, called with
+the job's wildcards (any object with the attributes the method reads, e.g. `scale`, `study`, `run`), so the DAG can
+be built and tested here without Snakemake.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from bnnrepro import layout
+from bnnrepro.artifacts.declarations import ArtifactDeclaration, declarations
+from bnnrepro.artifacts.registry import CATALOG, catalog
+from bnnrepro.data.registry import (
+    SCHEMA as REGISTRY_SCHEMA,
+)
+from bnnrepro.data.registry import (
+    RegistryError,
+    check_real_data,
+    check_references,
+    data_path,
+    dataset,
+    downloads,
+    packaged,
+    prepared_file,
+    registry_file,
+)
+from bnnrepro.evaluations.declarations import declaration_file, declared_evaluation, extra_data_files
+from bnnrepro.fidelity.kept_files import paper_result_files
+from bnnrepro.files import UnreadableFileError
+from bnnrepro.paths import project_root, studies_dir
+from bnnrepro.pipeline import training_inputs
+from bnnrepro.pipeline.config_keys import DuplicateKeyError, check_unique_keys, workflow_config_files
+from bnnrepro.pipeline.input_lists import input_list_name
+from bnnrepro.pipeline.result_checks import verify_files
+from bnnrepro.pipeline.sources import project_paths, source_files
+from bnnrepro.pipeline.studies import (
+    STUDY_SCHEMA,
+    Run,
+    Study,
+    StudyError,
+    available_studies,
+    check_overrides,
+    configured_scale,
+    load_study,
+)
+from bnnrepro.train_configs import SCALES, check_protocol_files, composed_files
+
+EXECUTION_SETTINGS = ("device", "threads_per_job", "job_server")
+"""Config keys that say where and how fast jobs compute, not what: no rerun trigger (each run records the device it
+ran on)."""
+
+
+class PlanError(ValueError):
+    """A configuration the workflow cannot build its DAG from; the message names the problem and the fix."""
+
+
+@dataclass
+class Plan:
+    """The DAG of one workflow configuration (config/config.yaml with its command-line overrides)."""
+
+    config: Mapping
+    studies: dict[str, Study]
+    record: Path | None = None
+    """Work done while the DAG is built and kept for the next build (`bnnrepro.pipeline.dag_cache`)."""
+    input_lists: dict[str, list[str]] = field(default_factory=dict)
+    """{name: files} of the input lists that this DAG's jobs declare (`bnnrepro.pipeline.input_lists`), filled as
+    the jobs' inputs are asked for."""
+
+    @classmethod
+    def build(cls, config: Mapping, record: Path | None = None, check_study_overrides: bool = True) -> Plan:
+        """The plan of `config`, checked: no key given twice in the workflow's YAML files, the dataset registry and
+        config 'real_data', the studies and their scales, the protocol files of every run, and every artifact the
+        studies list (with `check_study_overrides`, each study's Hydra overrides too: the main process checks them,
+        a cluster job's own Snakemake trusts it)."""
+        try:
+            check_unique_keys(workflow_config_files(project_root()))
+            check_references()
+            check_real_data(config["real_data"])
+            plan = cls(config, _load_studies(config), record)
+            if check_study_overrides:
+                for name, study in plan.studies.items():
+                    check_overrides(study, [plan.scale(name)], record)
+        except (DuplicateKeyError, RegistryError, StudyError) as err:
+            raise PlanError(str(err)) from None
+        for scale in sorted({plan.scale(name) for name in plan.studies}):
+            try:
+                check_protocol_files(
+                    [run for study, run in plan.runs.values() if plan.scale(study.name) == scale], scale
+                )
+            except (FileNotFoundError, ValueError) as err:
+                raise PlanError(str(err)) from None
+        plan.artifacts  # noqa: B018 (checks every artifact the studies list)
+        return plan
+
+    # --- studies and runs ---
+
+    def scale(self, study_name: str) -> str:
+        """The scale a study runs at (config 'study_scales', else 'scale')."""
+        return configured_scale(self.config, study_name)
+
+    def study_runs(self, study: Study) -> list[Run]:
+        """The runs of a study at its scale."""
+        return study.runs(self.scale(study.name))
+
+    @cached_property
+    def runs(self) -> dict[str, tuple[Study, Run]]:
+        """{run folder: (study, run)} of every run of the enabled studies at their scales."""
+        return {run.folder: (study, run) for study in self.studies.values() for run in self.study_runs(study)}
+
+    @property
+    def real_data(self) -> object:
+        return self.config["real_data"]
+
+    @property
+    def own_studies(self) -> list[str]:
+        """The enabled studies of your own (`paper: own`)."""
+        return [name for name, study in self.studies.items() if study.is_own]
+
+    def run_of(self, wildcards) -> tuple[Study, Run]:
+        """(study, run) of a job's wildcards (`scale`, `study`, `run`); a folder that is no run of this DAG is an
+        error that says why."""
+        folder = layout.run_folder(wildcards.scale, wildcards.study, wildcards.run)
+        if folder in self.runs:
+            return self.runs[folder]
+        if wildcards.study not in self.studies:
+            why = f"study {wildcards.study!r} is not among config 'studies' ({', '.join(self.studies)})"
+        elif wildcards.scale != self.scale(wildcards.study):
+            scale = self.scale(wildcards.study)
+            why = f"study {wildcards.study!r} runs at scale {scale!r} (config 'scale', 'study_scales')"
+        else:
+            why = (
+                f"its grid at {wildcards.scale!r} has no run {wildcards.run!r} (config/studies/{wildcards.study}.yaml)"
+            )
+        raise PlanError(
+            f"{folder}: not a run of this workflow: {why}. Ask for a run the grid has: "
+            f"`python -m bnnrepro.fidelity targets {wildcards.study} --scale {wildcards.scale}` lists them"
+        )
+
+    def verify_data(self) -> None:
+        """The prepared data the runs read, checked before any job starts: a truncated file would otherwise rerun
+        every run that reads it (deleting their results first) only for each job to fail on it
+        (`bnnrepro.pipeline.result_checks`)."""
+        try:
+            verify_files([run.data_file(self.real_data) for _, run in self.runs.values()], self.record)
+        except UnreadableFileError as err:
+            raise PlanError(str(err)) from None
+
+    # --- input lists ---
+
+    def listed(self, kind: str, files) -> str:
+        """The input list of `files`, declared in their place: one input for Snakemake's scheduler to check instead
+        of dozens, made again (and so rerunning the job) whenever one of them is newer than it."""
+        name = input_list_name(kind, files)
+        self.input_lists[name] = sorted(set(files))
+        return layout.input_list_file(name)
+
+    def listed_files(self, wildcards) -> list[str]:
+        """The files of input list `wildcards.name`."""
+        if wildcards.name not in self.input_lists:
+            raise PlanError(
+                f"{layout.input_list_file(wildcards.name)}: no job of this DAG reads that input list "
+                f"(it is made for the jobs that declare it); ask for a result file instead"
+            )
+        return self.input_lists[wildcards.name]
+
+    # --- data jobs ---
+
+    def prepared_datasets(self) -> list[str]:
+        """The datasets of config 'datasets', ready for their loaders: a download's real data at the `paper` scale
+        (or where config 'real_data' names it) and its stand-in below it; a packaged dataset's data; a generated
+        dataset's instance with the paper's values and seed 0."""
+        files = []
+        for name in self.config["datasets"]:
+            try:
+                entry = dataset(name)
+            except KeyError as err:
+                raise PlanError(f"config 'datasets': {err.args[0]}") from None
+            generated = hasattr(entry, "generator")
+            files.append(
+                data_path(name, {}, 0) if generated else prepared_file(name, self.config["scale"], self.real_data)
+            )
+        return files
+
+    def data_code(self, wildcards) -> list[str]:
+        """Source files of a generated dataset's job."""
+        generator_module = dataset(wildcards.dataset).generator.split(":")[0]
+        return source_files("bnnrepro.data.__main__", generator_module, record=self.record)
+
+    def download_code(self, step: str):
+        """The input function of the source files of a download's or packaged dataset's `prepare`, `standin` or
+        `source` step."""
+
+        def code(wildcards) -> list[str]:
+            step_module = getattr(dataset(wildcards.download), step).split(":")[0]
+            return source_files("bnnrepro.data.__main__", step_module, record=self.record)
+
+        return code
+
+    @staticmethod
+    def data_configs(wildcards) -> list[str]:
+        """The Hydra dataset option (and the files it extends) whose values a generated instance takes by default,
+        if the dataset has one (a dataset no training run reads, e.g. Lorenz before its study, may have none)."""
+        if not (project_root() / "config/train/dataset" / f"{wildcards.dataset}.yaml").is_file():
+            return []
+        return composed_files([f"dataset={wildcards.dataset}"], groups=("dataset",))
+
+    @staticmethod
+    def registry_entry(wildcards) -> str:
+        """A dataset's registry entry as JSON (and, for a packaged dataset, the version of the package that ships
+        it): a changed entry (generator, source, options) or package remakes its data."""
+        entry = dataset(getattr(wildcards, "dataset", None) or wildcards.download)
+        version = {"package": entry.package_version()} if hasattr(entry, "package_version") else {}
+        return json.dumps({**dataclasses.asdict(entry), **version}, sort_keys=True)
+
+    @staticmethod
+    def download_names() -> str:
+        return "|".join(entry.name for entry in downloads())
+
+    @staticmethod
+    def packaged_names() -> str:
+        return "|".join(entry.name for entry in packaged()) or "^$"
+
+    def data_mirror(self) -> str:
+        """The mirror base URL for downloads ('' for the canonical URLs), shell-quoted."""
+        return shlex.quote(self.config.get("data_mirror") or "")
+
+    # --- training and evaluation jobs ---
+
+    def run_data(self, wildcards) -> str:
+        return self.run_of(wildcards)[1].data_file(self.real_data)
+
+    def train_code(self, wildcards) -> str:
+        """Source files the training job runs, as an input list: a code change reruns exactly the runs it affects."""
+        return self._training_code_list(*self.run_of(wildcards))
+
+    def _training_code_list(self, study: Study, run: Run) -> str:
+        return self.listed("train_code", training_inputs.training_code(study, run, record=self.record))
+
+    def train_configs(self, wildcards) -> list[str]:
+        """The config/train files a training job composes (5-10: not worth an input list, as they vary from run to
+        run): editing one reruns exactly the runs that read it."""
+        return training_inputs.training_configs(*self.run_of(wildcards), wildcards.scale, self.real_data)
+
+    def run_overrides(self, wildcards) -> str:
+        """Hydra overrides of one training job, shell-quoted: what it trains (rule `train` adds device and threads)."""
+        study, run = self.run_of(wildcards)
+        overrides = [
+            *training_inputs.training_overrides(study, run, wildcards.scale, self.real_data),
+            f"run_dir='{run.folder}'",
+        ]
+        return " ".join(shlex.quote(o) for o in overrides)
+
+    def evaluation_code(self, wildcards) -> str:
+        """Source files an evaluation job runs (the entry point, the run's method, the evaluation's own module) and
+        its declaration (config/evaluations/<name>.yaml), as an input list: editing one declaration reruns only its
+        jobs."""
+        return self._evaluation_code_list(*self.run_of(wildcards), wildcards.evaluation)
+
+    def _evaluation_code_list(self, study: Study, run: Run, evaluation: str) -> str:
+        modules = [
+            "bnnrepro.evaluations.__main__",
+            training_inputs.method_module(study, run),
+            declared_evaluation(evaluation).code,
+        ]
+        files = source_files(*modules, record=self.record)
+        return self.listed("evaluation_code", [*files, str(declaration_file(evaluation).relative_to(project_root()))])
+
+    def evaluation_data(self, wildcards) -> list[str]:
+        """The prepared files of the datasets an evaluation reads besides its run's (config/evaluations/<name>.yaml
+        `data`): a download's offline stand-in below the `paper` scale, the real data at `paper`."""
+        return list(extra_data_files(wildcards.evaluation, wildcards.scale, self.real_data).values())
+
+    def evaluation_data_arguments(self, wildcards) -> str:
+        """`--data DATASET=FILE` for each of those datasets, shell-quoted."""
+        files = extra_data_files(wildcards.evaluation, wildcards.scale, self.real_data)
+        return " ".join(f"--data {shlex.quote(f'{name}={path}')}" for name, path in files.items())
+
+    def evaluation_on_run_device(self, wildcards) -> bool:
+        """Whether an evaluation computes on its run's device (`device: run` in its declaration), else on the CPU."""
+        return declared_evaluation(wildcards.evaluation).device == "run"
+
+    # --- aggregation ---
+
+    def study_run_metrics(self, wildcards) -> list[str]:
+        """metrics.json of every run of a study at the scale of the tidy CSV asked for."""
+        return [run.file(layout.RUN_METRICS) for run in self.studies[wildcards.study].runs(wildcards.scale)]
+
+    def study_metrics(self, wildcards) -> str:
+        """The tidy metrics CSV of a study at its scale."""
+        return layout.study_metrics_file(self.scale(wildcards.study), wildcards.study)
+
+    def all_study_metrics(self) -> list[str]:
+        """The tidy metrics CSV of every enabled study at its scale (the report says which runs carry no data)."""
+        return [layout.study_metrics_file(self.scale(name), name) for name in self.studies]
+
+    def own_study_tables(self) -> list[str]:
+        """The results table (CSV) of each enabled study of your own."""
+        return [layout.artifact_file("table", "csv", layout.study_summary_stem(name)) for name in self.own_studies]
+
+    # --- artifacts ---
+
+    @cached_property
+    def artifacts(self) -> dict[str, tuple[Study, ArtifactDeclaration]]:
+        """{stem: (study, declaration)} of the artifacts the enabled studies list; an id that is not in the catalog
+        or that no function draws is an error naming it."""
+        known = {entry["id"] for entry in catalog()["artifacts"]}
+        declared = {scale: declarations(scale, self.record) for scale in {self.scale(name) for name in self.studies}}
+        artifacts = {}
+        for study in self.studies.values():
+            drawn = declared[self.scale(study.name)]
+            for artifact_id in study.artifacts:
+                if artifact_id not in known:
+                    raise PlanError(
+                        f"config/studies/{study.name}.yaml: unknown artifact {artifact_id!r} "
+                        "(ids are listed in src/bnnrepro/artifacts/catalog.yaml)"
+                    )
+                if artifact_id not in drawn:
+                    raise PlanError(
+                        f"study {study.name!r} lists artifact {artifact_id!r}, but no function draws it: "
+                        f"register one with @figure/@table in src/bnnrepro/artifacts/"
+                    )
+                artifacts[drawn[artifact_id].stem] = (study, drawn[artifact_id])
+        return artifacts
+
+    def study_artifacts(self, name: str) -> dict[str, ArtifactDeclaration]:
+        """{stem: declaration} of the artifacts study `name` draws."""
+        return {stem: impl for stem, (study, impl) in self.artifacts.items() if study.name == name}
+
+    def drawn_studies(self) -> list[str]:
+        """The enabled studies that draw at least one artifact (each gets its rule `draw_<study>`)."""
+        return sorted({study.name for study, _ in self.artifacts.values()})
+
+    def artifact_results(self, study: Study, implementation: ArtifactDeclaration) -> dict[str, list[str]]:
+        """{'metrics': [CSV], 'data': [...], 'runs': [...]}: the results one artifact is drawn from."""
+        results = {}
+        # the caption claims of a figure drawn from runs may rest on the study's metrics too
+        if implementation.uses == "metrics" or (implementation.claims_module and self.study_runs(study)):
+            results["metrics"] = [layout.study_metrics_file(self.scale(study.name), study.name)]
+        if implementation.uses == "data":
+            results["data"] = list(implementation.data_files)
+        if implementation.uses == "runs":
+            results["runs"] = self.artifact_run_files(study, implementation)
+        return results
+
+    def artifact_run_files(
+        self, study: Study, implementation: ArtifactDeclaration, name: str | None = None
+    ) -> list[str]:
+        """The file an artifact draws from each run of its study whose method it names, on the datasets it names if
+        any (e.g. config.yaml, or eval/<evaluation>.npz, which rule `evaluate` makes), or the file `name` of those
+        runs."""
+        return [
+            run.file(name or implementation.run_file) for run in self.study_runs(study) if implementation.reads(run)
+        ]
+
+    @staticmethod
+    def artifact_evaluation(implementation: ArtifactDeclaration) -> str | None:
+        """The evaluation whose arrays an artifact draws (config/evaluations/<name>.yaml), or None."""
+        return layout.evaluation_name(implementation.run_file) if implementation.uses == "runs" else None
+
+    def drawing_inputs(self, name: str) -> dict[str, list[str] | str]:
+        """What the job drawing a study's artifacts reads: the code of each drawing module and of its caption
+        claims, the catalog, the configuration it reads (`drawing_configs`) and the results each artifact is drawn
+        from. An edit to one of them redraws the study's artifacts."""
+        study, artifacts = self.studies[name], self.study_artifacts(name).values()
+        modules = {impl.module for impl in artifacts} | {impl.claims_module for impl in artifacts if impl.claims_module}
+        code = source_files("bnnrepro.artifacts.__main__", *sorted(modules), record=self.record)
+        results = {f for impl in artifacts for files in self.artifact_results(study, impl).values() for f in files}
+        # an artifact drawn from run files says whether they trained on stand-ins, which their metrics.json say
+        results |= {
+            f
+            for impl in artifacts
+            if impl.uses == "runs"
+            for f in self.artifact_run_files(study, impl, layout.RUN_METRICS)
+        }
+        return {
+            "code": code + project_paths([CATALOG]),
+            "configs": self.drawing_configs(name),
+            "results": sorted(results),
+        }
+
+    def drawing_configs(self, name: str) -> str:
+        """The configuration a study's drawing job reads, as an input list: the study's file and the dataset registry
+        (with their schemas), the declarations of the evaluations its artifacts draw from, and the config/train files
+        its runs compose at every scale (tables and notes state their settings; some describe a method variant as it
+        composes at the default scale, `Study.variant_config`)."""
+        return self._drawing_configs[name]
+
+    @cached_property
+    def _drawing_configs(self) -> dict[str, str]:
+        """`drawing_configs` of every drawn study, composed once (it composes every scale's runs)."""
+        lists = {}
+        for name in self.drawn_studies():
+            study = self.studies[name]
+            evaluations = {self.artifact_evaluation(impl) for impl in self.study_artifacts(name).values()}
+            configs = [studies_dir() / f"{name}.yaml", registry_file()]
+            configs += [declaration_file(e) for e in evaluations if e is not None]
+            files = {
+                *(str(path.relative_to(project_root())) for path in configs),
+                *project_paths([STUDY_SCHEMA, REGISTRY_SCHEMA]),
+                *(
+                    f
+                    for scale in SCALES
+                    for run in study.runs(scale)
+                    for f in training_inputs.training_configs(study, run, scale, self.real_data)
+                ),
+            }
+            lists[name] = self.listed("draw_configs", files)
+        return lists
+
+    def drawing_outputs(self, name: str) -> list[tuple[str, str | None]]:
+        """Every file of a study's artifacts, each with the category of Snakemake's report that shows it (figures'
+        PDFs, tables' CSVs), or None."""
+        outputs = []
+        for stem, impl in self.study_artifacts(name).items():
+            files = layout.artifact_files(impl.output, stem)
+            shown = files.pop("pdf" if impl.output == "figure" else "csv")
+            outputs.append((shown, "Figures" if impl.output == "figure" else "Tables"))
+            outputs += [(f, None) for f in [*files.values(), layout.artifact_checks_file(stem)]]
+        return outputs
+
+    def drawing_arguments(self, name: str) -> str:
+        """`python -m bnnrepro.artifacts` arguments, shell-quoted: the study and scale, then each artifact's results
+        and files."""
+        arguments = ["--study", name, "--scale", self.scale(name)]
+        for stem, impl in self.study_artifacts(name).items():
+            arguments += ["--artifact", impl.artifact_id]
+            for option, files in self.artifact_results(self.studies[name], impl).items():
+                arguments += [f"--{option}", *files]
+            arguments += ["--outputs", *layout.artifact_files(impl.output, stem).values()]  # ARTIFACT_FORMATS order
+            arguments += ["--checks", layout.artifact_checks_file(stem)]
+        return " ".join(map(shlex.quote, arguments))
+
+    def artifact_files(self, kind: str) -> list[str]:
+        """Output files of every implemented figure ('figure') or table ('table')."""
+        return [
+            path
+            for stem, (_, impl) in self.artifacts.items()
+            if impl.output == kind
+            for path in layout.artifact_files(kind, stem).values()
+        ]
+
+    def artifact_checks_files(self) -> list[str]:
+        """The checks (caption claims, table cells) of every implemented figure and table."""
+        return [layout.artifact_checks_file(stem) for stem in self.artifacts]
+
+    # --- the report ---
+
+    def report_code(self, module: str) -> list[str]:
+        """Source files of a report step, and the catalog it reads."""
+        return source_files(module, record=self.record) + project_paths([CATALOG])
+
+    def draw_function_files(self) -> list[str]:
+        """The files of the functions that draw the figures and tables: the manifest names each function by its
+        line, so that a change to one of them rebuilds the manifest."""
+        return project_paths({impl.source_file for _, impl in self.artifacts.values()})
+
+    @staticmethod
+    def paper_result_files() -> list[str]:
+        """The committed paper-scale results the report shows verdicts from (docs/fidelity/)."""
+        return paper_result_files(project_root())
+
+    def report_config(self) -> str:
+        """The configuration but its EXECUTION_SETTINGS, shell-quoted, for the report's provenance."""
+        kept = {k: v for k, v in self.config.items() if k not in EXECUTION_SETTINGS}
+        return shlex.quote(json.dumps(kept, sort_keys=True))
+
+    # --- every result ---
+
+    def result_files(self) -> list[str]:
+        """Every file the workflow makes at the studies' scales: data, runs, tidy metrics, figures, tables, the
+        report."""
+        runs = [run for _, run in self.runs.values()]
+        scale = self.config["scale"]
+        drawn_run_files = [
+            f
+            for study, impl in self.artifacts.values()
+            if impl.uses == "runs"
+            for f in self.artifact_run_files(study, impl)
+        ]
+        own_tables = [
+            path
+            for table in self.own_study_tables()
+            for path in layout.artifact_files("table", Path(table).stem).values()
+        ]
+        return sorted(
+            {
+                *self.prepared_datasets(),
+                *(run.data_file(self.real_data) for run in runs),
+                *(run.file(name) for run in runs for name in layout.TRAINING_OUTPUTS.values()),
+                *self.all_study_metrics(),
+                *(f for _, impl in self.artifacts.values() if impl.uses == "data" for f in impl.data_files),
+                *drawn_run_files,
+                *self.evaluation_extra_data(),
+                *self.job_input_lists(),
+                *self.artifact_files("figure"),
+                *self.artifact_files("table"),
+                *self.artifact_checks_files(),
+                *own_tables,
+                layout.report_manifest_file(scale),
+                layout.REPORT_PDF,
+                layout.REPORT_TYPST,
+            }
+        )  # fmt: skip
+
+    def job_input_lists(self) -> set[str]:
+        """The input lists of every training run, of every evaluation that an artifact draws from and of every
+        drawing job (results: `results/<scale>/timestamps.json` must record them, so that a DVC checkout keeps them
+        older than the jobs that read them)."""
+        lists = {self._training_code_list(study, run) for study, run in self.runs.values()}
+        lists |= set(self._drawing_configs.values())
+        for study, impl in self.artifacts.values():
+            if (evaluation := self.artifact_evaluation(impl)) is not None:
+                lists |= {
+                    self._evaluation_code_list(study, run, evaluation)
+                    for run in self.study_runs(study)
+                    if impl.reads(run)
+                }
+        return lists
+
+    def evaluation_extra_data(self) -> list[str]:
+        """The extra datasets (config/evaluations/<name>.yaml `data`) of the evaluations that artifacts draw from."""
+        needed = {(self.artifact_evaluation(impl), self.scale(study.name)) for study, impl in self.artifacts.values()}
+        return [
+            f
+            for name, scale in needed
+            if name is not None
+            for f in extra_data_files(name, scale, self.real_data).values()
+        ]
+
+
+def _load_studies(config: Mapping) -> dict[str, Study]:
+    """The studies of config 'studies', loaded; config 'study_scales' may name only those."""
+    unknown = [name for name in config["studies"] if name not in available_studies()]
+    if unknown:
+        raise PlanError(
+            f"config 'studies': unknown study {', '.join(map(repr, unknown))}; "
+            f"available studies: {', '.join(available_studies())} (files in config/studies/)"
+        )
+    studies = {name: load_study(name) for name in config["studies"]}
+    unknown = sorted(set(config.get("study_scales", {})) - set(studies))
+    if unknown:
+        raise PlanError(
+            f"config 'study_scales': {', '.join(map(repr, unknown))} not among the enabled studies "
+            f"({', '.join(studies) or 'none'}); add it to 'studies' or remove it from 'study_scales'"
+        )
+    return studies

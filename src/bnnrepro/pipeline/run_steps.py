@@ -1,0 +1,125 @@
+"""The steps of a workflow run besides its jobs, each named once for the Snakefile and the README:
+
+- before the DAG is built (main process): `restore_result_times` (results checked out by DVC get back their recorded
+  time order; sources that differ from those the results were made from look new) and `Plan.verify_data`;
+- `onstart`: `check_device` (device=cuda without a GPU stops the run) and `RunJobServer.start`;
+- `onsuccess`/`onerror`: `RunJobServer.stop`, `drop_superseded_report` or `set_aside_outdated_report`, and
+  `stop_rate_limiter_timers`.
+
+Each returns what it has to say (a message, or None) for the workflow's log.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from bnnrepro import layout
+from bnnrepro.pipeline.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
+from bnnrepro.pipeline.result_timestamps import outdate_changed_sources, restore, workflow_source_files
+
+OUTDATED_REPORT = f"{layout.REPORTS}/report-outdated.pdf"
+
+
+def restore_result_times(timestamps: Path) -> list[str]:
+    """Results checked out by `dvc pull`/`dvc checkout` carry new, shuffled modification times: put back the order
+    recorded when they were made, so that Snakemake sees them as up to date. Then a source file (code, config) whose
+    content is not the one the recorded results were made from, but that looks older than them (a checkout, pull or
+    copy), gets the current time, so that Snakemake reruns what reads it (`bnnrepro.pipeline.result_timestamps`)."""
+    messages = []
+    if restored := restore(timestamps):
+        messages.append(f"Restored the recorded time order of {restored} cached result files ({timestamps}).")
+    if outdated := outdate_changed_sources(timestamps, workflow_source_files()):
+        messages.append(
+            f"{len(outdated)} source files differ from those the results in {timestamps} were made from; the jobs "
+            f"that read them run again: {', '.join(outdated[:5])}{' ...' if len(outdated) > 5 else ''}"
+        )
+    return messages
+
+
+def gpu_visible() -> bool:
+    """Whether this machine shows a GPU (nvidia-smi lists one, and CUDA_VISIBLE_DEVICES does not hide it); a cheap
+    check that keeps torch out of the DAG build."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1") or shutil.which("nvidia-smi") is None:
+        return False
+    listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return listing.returncode == 0 and "GPU" in listing.stdout
+
+
+def training_gpus(device: str) -> int:
+    """GPUs a training job declares (`resources: gpu`): 1 with device=cuda, or device=auto where a GPU shows."""
+    return 1 if device == "cuda" or (device == "auto" and gpu_visible()) else 0
+
+
+def check_device(device: str, local: bool) -> None:
+    """device=cuda on a machine without a GPU stops the run before any job starts: a job would fail only after
+    Snakemake deleted the outputs it replaces. Not on a cluster (`local` False), whose jobs run on other nodes."""
+    if local and device == "cuda" and not gpu_visible():
+        raise RuntimeError(
+            "config 'device' is cuda, but this machine shows no GPU (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES "
+            "hides it); run with --config device=auto (a GPU where there is one, else the CPU) or device=cpu, or on a "
+            "machine with a GPU (a cluster profile runs the jobs on its GPU nodes)"
+        )
+
+
+class RunJobServer:
+    """The job server of one workflow run (`bnnrepro.pipeline.job_server`, config `job_server`): started by onstart,
+    stopped when the run ends; while it runs, this process's environment gives jobs its socket, and each job starts
+    as a fork of one process that has imported torch, pandas and matplotlib. A job that starts before the server is
+    ready runs as a plain process."""
+
+    def __init__(self, enabled: bool, threads: int) -> None:
+        self.enabled, self.threads = enabled, threads
+        self.server: StartedServer | None = None
+
+    def start(self) -> str | None:
+        if not self.enabled:
+            return None
+        log = Path(layout.log_file("job_server", "server"))
+        try:  # the thread counts of train and evaluate jobs, most of the jobs
+            self.server = StartedServer(log, server_environment(self.threads))
+        except ValueError as error:
+            return f"No job server, every job starts a new Python process: {error}"
+        os.environ[ADDRESS_VARIABLE] = self.server.address
+        return None
+
+    def stop(self) -> None:
+        os.environ.pop(ADDRESS_VARIABLE, None)
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+def set_aside_outdated_report(result_files: list[str]) -> str | None:
+    """The report never outlives its inputs: when a run fails, Snakemake has deleted the outputs of its failed jobs,
+    which reports/report.pdf may still show. If a result the report reads is missing, the report is moved to
+    reports/report-outdated.pdf (kept for reference, not lost); the next run that succeeds writes reports/report.pdf
+    again."""
+    pdf = Path(layout.REPORT_PDF)
+    if not pdf.exists():
+        return None
+    missing = [f for f in result_files if f not in (layout.REPORT_PDF, layout.REPORT_TYPST) and not Path(f).exists()]
+    if not missing:
+        return None
+    os.replace(pdf, OUTDATED_REPORT)
+    return (
+        f"{layout.REPORT_PDF} showed results that are missing now ({len(missing)}, e.g. {missing[0]}): moved to "
+        f"{OUTDATED_REPORT}; the next run that succeeds writes {layout.REPORT_PDF} again"
+    )
+
+
+def drop_superseded_report() -> None:
+    """After a run that succeeds, reports/report.pdf is current: a report set aside as outdated goes."""
+    Path(OUTDATED_REPORT).unlink(missing_ok=True)
+
+
+def stop_rate_limiter_timers() -> None:
+    """Cancel the reevaluation timers that Snakemake's job-rate limiter leaves behind (one threading.Timer per
+    scheduling pass, `max-jobs-per-timespan`): they are not daemon threads, so with the profiles' long timespans the
+    process would otherwise wait up to that long before exiting."""
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.cancel()

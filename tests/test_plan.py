@@ -1,0 +1,109 @@
+"""The workflow's DAG as plain Python (bnnrepro.pipeline.plan), without Snakemake: every file a planned job reads is
+a source file of the project or a result the plan makes; a configuration it cannot plan is an error naming the fix;
+building a plan writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from bnnrepro import layout
+from bnnrepro.paths import project_root
+from bnnrepro.pipeline.plan import EXECUTION_SETTINGS, Plan, PlanError
+
+
+def workflow_config(**changes) -> dict:
+    """config/config.yaml as the workflow reads it, with `changes`."""
+    return yaml.safe_load((project_root() / "config/config.yaml").read_text()) | changes
+
+
+@pytest.fixture(scope="module")
+def smoke_plan() -> Plan:
+    return Plan.build(workflow_config(scale="smoke"))
+
+
+def test_every_run_of_every_study_is_planned_with_its_outputs(smoke_plan: Plan) -> None:
+    results = set(smoke_plan.result_files())
+    for name, study in smoke_plan.studies.items():
+        runs = study.runs("smoke")
+        assert runs, name
+        for run in runs:
+            assert smoke_plan.runs[run.folder] == (study, run)
+            assert {run.file(f) for f in layout.TRAINING_OUTPUTS.values()} <= results
+            assert run.data_file(()) in results
+    assert {layout.REPORT_PDF, layout.report_manifest_file("smoke")} <= results
+
+
+def is_source(path: str) -> bool:
+    return (project_root() / path).is_file() and not path.startswith(("results/", "reports/"))
+
+
+def test_every_file_a_planned_job_reads_is_a_source_or_a_planned_result(smoke_plan: Plan) -> None:
+    """Training, evaluation and drawing jobs read source files (code, configs) or results of other planned jobs: a
+    file neither is would be an input no job makes."""
+    results = set(smoke_plan.result_files())
+    for study, run in smoke_plan.runs.values():
+        wildcards = SimpleNamespace(scale="smoke", study=study.name, run=run.id)
+        assert smoke_plan.run_data(wildcards) in results
+        assert smoke_plan.train_code(wildcards) in results  # an input list, made by rule input_list
+        listed = smoke_plan.listed_files(SimpleNamespace(name=Path(smoke_plan.train_code(wildcards)).stem))
+        assert listed and all(is_source(f) for f in listed), listed
+        assert all(is_source(f) for f in smoke_plan.train_configs(wildcards))
+    for name in smoke_plan.drawn_studies():
+        inputs = smoke_plan.drawing_inputs(name)
+        assert all(is_source(f) for f in inputs["code"]), name
+        assert inputs["configs"] in results
+        missing = [f for f in inputs["results"] if f not in results and not is_source(f)]
+        assert not missing, (name, missing[:3])
+    assert set(smoke_plan.input_lists) >= {Path(f).stem for f in smoke_plan.job_input_lists()}
+
+
+def test_the_report_config_leaves_out_where_jobs_compute(smoke_plan: Plan) -> None:
+    shown = yaml.safe_load(smoke_plan.report_config().strip("'"))
+    assert not set(EXECUTION_SETTINGS) & set(shown) and shown["scale"] == "smoke"
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"studies": ["udn_spiral"]}, "unknown study 'udn_spiral'; available studies: "),
+        ({"studies": ["udn_uci"], "study_scales": {"udn_spirals": "paper"}}, "'udn_spirals' not among the enabled"),
+        ({"datasets": ["uci_bostn"]}, "config 'datasets'"),
+    ],
+)
+def test_a_configuration_it_cannot_plan_is_named(changes: dict, named: str) -> None:
+    with pytest.raises(PlanError) as error:
+        plan = Plan.build(workflow_config(scale="smoke", **changes))
+        plan.prepared_datasets()
+    assert named in str(error.value)
+
+
+def test_a_run_the_plan_does_not_have_says_why_and_how_to_list_the_runs(smoke_plan: Plan) -> None:
+    study = next(iter(smoke_plan.studies))
+    cases = [
+        (SimpleNamespace(scale="smoke", study="nope", run="r"), "is not among config 'studies'"),
+        (SimpleNamespace(scale="paper", study=study, run="r"), "runs at scale 'smoke'"),
+        (SimpleNamespace(scale="smoke", study=study, run="r"), "has no run 'r'"),
+    ]
+    for wildcards, why in cases:
+        with pytest.raises(PlanError) as error:
+            smoke_plan.run_of(wildcards)
+        assert why in str(error.value) and "python -m bnnrepro.fidelity targets" in str(error.value)
+    with pytest.raises(PlanError, match="no job of this DAG reads that input list"):
+        smoke_plan.listed_files(SimpleNamespace(name="train_code-0000"))
+
+
+def test_building_a_plan_writes_no_file() -> None:
+    """The plan reads the configuration and changes nothing: no result, report, config or Snakemake record appears
+    or changes (the DAG cache is written only where a record file is given)."""
+
+    def snapshot() -> dict[str, int]:
+        folders = [project_root() / name for name in ("results", "reports", "config", ".snakemake")]
+        return {str(p): p.stat().st_mtime_ns for folder in folders for p in folder.rglob("*") if p.is_file()}
+
+    before = snapshot()
+    Plan.build(workflow_config(scale="default")).result_files()
+    assert snapshot() == before
