@@ -2,8 +2,9 @@
 its closed form for a linear drift and against torchsde's `logqp`, the PAC term of Theorem 1 / Algorithm 2 and
 the E-PAC-Bayes loss rebuilt by hand, gamma = 0 as the black box, the white-box prior SDE (eq. 6.6) against the
 data simulator, Euler-Maruyama's strong order (§2.6, Theorem 2), the data terms of eqs. 6.8 and 6.15, gradients
-to every drift parameter (the two bugs of the authors' code), the forecast metrics, the errors on bad input, the
-three ways of drawing theta (§6.2.2, Algorithm 2 line 3) and the D-BNN SGLD baseline."""
+to every drift parameter (the two bugs of the authors' code, `manuelhaussmann/bnsde` `bsde.py`, `bnn.py`), the forecast
+metrics, the errors on bad input, the three ways of drawing theta (§6.2.2, Algorithm 2 line 3) and the D-BNN SGLD
+baseline."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from torch.nn import functional as F
 from bnnrepro.data import dynamics
 from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.inference.pac_bayes import log_mean_exp_data_term, mean_log_data_term, pac_complexity
-from bnnrepro.methods import bnsde
 from bnnrepro.methods.bnsde import BNSDEMethod, build
 from bnnrepro.metrics import forecasting_metrics
 from bnnrepro.models.bayesian_drift import BayesianDrift
@@ -211,7 +211,7 @@ def test_a_time_reading_drift_without_times_says_what_is_missing():
 
 def test_pac_complexity_against_a_hand_computation():
     """C_delta = sqrt((KL + log(4 sqrt(N) / delta)) / (2N)) (Theorem 1, Algorithm 2), not the authors' code's
-    log(2 sqrt(N) / delta)."""
+    (`manuelhaussmann/bnsde`, `bsde.py`) log(2 sqrt(N) / delta)."""
     assert float(pac_complexity(torch.tensor(3.5), 20, 0.05)) == pytest.approx(
         math.sqrt((3.5 + math.log(4 * math.sqrt(20) / 0.05)) / 40), rel=1e-6
     )
@@ -473,8 +473,8 @@ def test_a_training_step_reaches_every_drift_parameter(lorenz, objective):
 
 def test_weight_kl_reads_every_layer():
     """KL(p_phi(theta) || N(0, 1/alpha)) of Lemma 1 is the closed form summed over every weight and bias of every
-    layer, and so changes when any layer's means or log-variances change (the authors' code's weight KL looked up
-    attribute names that its layers did not have and was 0)."""
+    layer, and so changes when any layer's means or log-variances change (the authors' code's, `manuelhaussmann/bnsde`
+    `bnn.py`, weight KL looked up attribute names that its layers did not have and was 0)."""
     torch.manual_seed(0)
     drift = BayesianDrift(3, [8, 8], "softplus")
     alpha = 0.7
@@ -679,7 +679,7 @@ def test_white_box_has_nothing_to_train(lorenz):
 # --- CMU's pretrained prior knowledge ------------------------------------------------------------------------------
 
 
-def test_pretrained_knowledge_with_null_gamma_weighs_every_latent_dimension(monkeypatch):
+def test_pretrained_knowledge_with_null_gamma_weighs_every_latent_dimension():
     """config/train/method/bnsde.yaml: knowledge.gamma null "with `pretrained` [means] every latent dimension":
     the CMU hybrids of Table 6.2 (§6.4.3; the study's e_*_hybrid@cmu set only pretrained: true) must add the
     pretrained drift with gamma = 1 in all six latent dimensions."""
@@ -689,12 +689,11 @@ def test_pretrained_knowledge_with_null_gamma_weighs_every_latent_dimension(monk
         for a in "xy"
         for s in ("train", "val", "test")
     }
-    monkeypatch.setattr(bnsde, "load_splits", lambda config: Splits(arrays))
     cfg = _config(
         "cmu_mocap35", (SMALL_DRIFT, "method.knowledge.pretrained=true", "method.knowledge.pretrain_epochs=0")
     )
     torch.manual_seed(0)
-    method = build(cfg, DataSpec("forecasting", length, 0, (length, frames)))
+    method = build(cfg, DataSpec("forecasting", length, 0, (length, frames)), Splits(arrays))
     assert method.sde.knowledge.active
     torch.testing.assert_close(method.sde.knowledge.gamma, torch.ones(6))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -284,3 +285,21 @@ def test_the_hmc_step_samples_and_reports_the_draws_negative_log_posterior() -> 
     log_likelihood = (-0.5 * (residuals / 0.5) ** 2 - math.log(0.5) - 0.5 * math.log(2 * math.pi)).sum(1)
     expected = -(log_likelihood - hmc.samples.square().sum(1) / 4).mean() / len(x)
     assert value == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_no_method_loads_its_data() -> None:
+    """A method's build gets the data it needs (`build_method(cfg, spec, splits)`); only a job that owns its loop
+    (`train_job`, a labelling run) loads its run's data, as bnnrepro.train does."""
+    methods_dir = Path(bnnrepro.methods.__file__).parent
+    loading = []
+    for path in sorted(methods_dir.glob("*.py")):
+        text = path.read_text()
+        if "load_splits" in text and "def train_job(" not in text:
+            loading.append(path.name)
+    assert not loading, f"methods that load their data: {loading}"
+
+
+def test_a_sampling_target_built_without_the_runs_data_is_named() -> None:
+    cfg = compose_config(["method=svgd", "dataset=gaussian_target", "run_dir=unused"])
+    with pytest.raises(ValueError, match="pass the run's splits"):
+        build_method(cfg, DataSpec("sampling", 2, 0))

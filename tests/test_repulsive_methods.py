@@ -74,7 +74,8 @@ def build(method: str, dataset: str, data_files: dict[str, Path], *overrides: st
          "scale=smoke", *overrides]
     )  # fmt: skip
     torch.manual_seed(seed)
-    return build_method(cfg, load_splits(cfg.dataset).spec(cfg.dataset.task))
+    splits = load_splits(cfg.dataset)
+    return build_method(cfg, splits.spec(cfg.dataset.task), splits)
 
 
 def batch(dataset: str, data_files: dict[str, Path], size: int = 32) -> tuple[torch.Tensor, torch.Tensor, int]:

@@ -71,10 +71,34 @@ class RunFolder:
         state = torch.load(path, weights_only=True)
         return state if state.get("config_digest") == config_digest else None
 
+    def save_progress(
+        self, config_digest: str, model: torch.nn.Module, optimizer, generators: dict[str, torch.Generator], **progress
+    ) -> None:
+        """Save the resumable state: the model, the optimiser, torch's and each named generator's state, and the
+        job's `progress` (its position, history, ...), for `restore_progress` after a kill."""
+        self.save(self.RESUME, {
+            "config_digest": config_digest, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "torch_rng": torch.get_rng_state(), **{f"{name}_rng": g.get_state() for name, g in generators.items()},
+            **progress,
+        })  # fmt: skip
+
     def finish(self, metrics: dict, checkpoint: dict) -> None:
         self.save(self.CHECKPOINT, checkpoint)
         self.write_json(self.METRICS, metrics)
         self.file(self.RESUME).unlink(missing_ok=True)
+
+
+def restore_progress(state: dict, model: torch.nn.Module, optimizer, generators: dict[str, torch.Generator]) -> dict:
+    """Load a resumable state (`RunFolder.save_progress`) into the model, the optimiser, torch's and the named
+    generators; the job's progress, the rest of the state. A model whose architecture grows is first shaped like the
+    state (`Method.prepare_resume`) by the caller, before its optimiser is built."""
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["torch_rng"])
+    for name, generator in generators.items():
+        generator.set_state(state[f"{name}_rng"])
+    restored = {"config_digest", "model", "optimizer", "torch_rng", *(f"{name}_rng" for name in generators)}
+    return {key: value for key, value in state.items() if key not in restored}
 
 
 def config_digest(resolved_yaml: str) -> str:

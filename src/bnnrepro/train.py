@@ -35,7 +35,7 @@ from bnnrepro.optim import (
     scaled_learning_rate_schedule,
 )
 from bnnrepro.pipeline.job_process import freeze_imported_objects
-from bnnrepro.runs import RunFolder, ran_on, start_job
+from bnnrepro.runs import RunFolder, ran_on, restore_progress, start_job
 from bnnrepro.train_configs import compose_config
 from bnnrepro.training_health import health_text, training_health
 
@@ -108,10 +108,12 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     check_learning_rate_schedule(cfg.optim.lr_schedule)
     schedule = scaled_learning_rate_schedule(cfg.optim.lr_schedule, cfg.optim.lr_schedule_epochs, cfg.train.epochs)
     augment = training_augmentation(cfg.train.augmentation, cfg.dataset)
-    method = build_method(cfg, splits.spec(cfg.dataset.task))
+    method = build_method(cfg, splits.spec(cfg.dataset.task), splits)
     shuffle = torch.Generator().manual_seed(cfg.seed)
     augmentation = torch.Generator().manual_seed(cfg.seed)
     start_epoch, history, timing, seconds, initial_loss = 0, [], [], 0.0, None
+
+    generators = {"shuffle": shuffle, "augmentation": augmentation}
 
     state = run.load_resume(digest)
     if state is not None:
@@ -119,13 +121,10 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     method.to(device)
     optimizer = build_optimizer(cfg.optim, method.parameter_groups(cfg.optim.lr, cfg.optim.depth_lr_ratio))
     if state is not None:
-        method.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["torch_rng"])
-        shuffle.set_state(state["shuffle_rng"])
-        augmentation.set_state(state["augmentation_rng"])
-        start_epoch, history, timing, seconds = state["epoch"], state["history"], state["timing"], state["seconds"]
-        initial_loss = state.get("initial_loss")  # absent from states saved before it was recorded
+        progress = restore_progress(state, method, optimizer, generators)
+        start_epoch, history, timing = progress["epoch"], progress["history"], progress["timing"]
+        seconds = progress["seconds"]
+        initial_loss = progress.get("initial_loss")  # absent from states saved before it was recorded
         log.info("resumed %s from epoch %d", run.path, start_epoch)
 
     epochs, last_progress = cfg.train.epochs, time.perf_counter()
@@ -176,22 +175,10 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
                 "  ".join(f"{k}={v:.4g}" for k, v in record.items() if k != "epoch"),
             )
         if epoch % cfg.train.checkpoint_every == 0 and epoch < epochs:
-            run.save(
-                RunFolder.RESUME,
-                {
-                    "config_digest": digest,
-                    "epoch": epoch,
-                    "history": history,
-                    "timing": timing,
-                    "seconds": seconds,
-                    "initial_loss": initial_loss,
-                    "model": method.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                    "shuffle_rng": shuffle.get_state(),
-                    "augmentation_rng": augmentation.get_state(),
-                },
-            )
+            run.save_progress(
+                digest, method, optimizer, generators,
+                epoch=epoch, history=history, timing=timing, seconds=seconds, initial_loss=initial_loss,
+            )  # fmt: skip
 
     metrics = summarise(history, cfg.train.select_by, cfg.train.select_mode)
     classes = len(torch.unique(y_train)) if cfg.dataset.task == "classification" else 0

@@ -18,8 +18,7 @@ import torch
 
 from bnnrepro.data.spec import Splits
 from bnnrepro.evaluations.inputs import EvaluationInputs
-from bnnrepro.methods.bnsde import BNSDEMethod
-from bnnrepro.models.sequence_observation import ObservedState
+from bnnrepro.methods.evaluation_hooks import ObservationForecasts, require
 
 EVALUATION = "forecast_paths"
 
@@ -74,21 +73,14 @@ def forecast_span(series: np.ndarray, setting: ForecastSetting) -> np.ndarray:
     return series[start : start + horizon + 1]
 
 
-def forecast_paths(method: BNSDEMethod, span: torch.Tensor, trajectories: int) -> torch.Tensor:
-    """`trajectories` sample paths from the span's first state over its time grid, [trajectories, L, P]: one batched
-    Euler-Maruyama solve (`BNSDEMethod.forecast` repeats the start state and calls `HybridSDE.solve` once)."""
-    if not isinstance(getattr(method, "observation", None), ObservedState):
-        raise ValueError(
-            f"evaluation {EVALUATION!r} forecasts a BNSDE whose state is the observation (Lotka-Volterra, Lorenz); "
-            f"got {type(method).__name__} with {type(getattr(method, 'observation', None)).__name__}"
-        )
-    with torch.no_grad():
-        prediction = method.forecast(span[None], trajectories, with_kl=False)[0]  # [S, L, 1, P]
-    return prediction[:, :, 0]
+def forecast_paths(method: ObservationForecasts, span: torch.Tensor, trajectories: int) -> torch.Tensor:
+    """`trajectories` sample paths from the span's first state over its time grid, [trajectories, L, P]."""
+    require(method, ObservationForecasts, EVALUATION)
+    return method.forecast_observations(span, trajectories)
 
 
 def evaluation_arrays(
-    method: BNSDEMethod, name: str, splits: Splits, inputs: EvaluationInputs
+    method: ObservationForecasts, name: str, splits: Splits, inputs: EvaluationInputs
 ) -> dict[str, np.ndarray]:
     """times [L], observed [L, P] and paths [trajectories, L, P] (paths[:, 0] = observed[0]), L = horizon + 1."""
     if name != EVALUATION:

@@ -1,5 +1,6 @@
-"""Evaluations of a trained image classifier (SDE-BNN, ODEnet, ResNet32, ... of `ContinuousDepthMethod`) for the
-CIFAR-10 figures of Xu et al. 2022 (SDE-BNN), declared in config/evaluations/ (`bnnrepro.evaluations`).
+"""Evaluations of a trained image classifier (SDE-BNN, ODEnet, ResNet32, ...; the solver sweep asks the
+`WeightSDEBlocks` hook) for the CIFAR-10 figures of Xu et al. 2022 (SDE-BNN), declared in config/evaluations/
+(`bnnrepro.evaluations`).
 
 * "calibration" (Fig. 6b): metrics and the reliability bins of the predictive on the test split (10 equal-width
   confidence bins: not stated in the paper; the authors' code's), the model as trained.
@@ -25,23 +26,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+from torch import nn
 
 from bnnrepro.data.formats import CIFAR10C_CORRUPTIONS, CIFAR10C_SEVERITIES
 from bnnrepro.data.spec import Splits
 from bnnrepro.device import resolve_device
+from bnnrepro.methods.evaluation_hooks import WeightSDEBlocks, require
 from bnnrepro.metrics import accuracy, calibration_bins, expected_calibration_error, negative_log_likelihood
-from bnnrepro.models.weight_sde import SDEBNN
 from bnnrepro.models.weight_sde_solver import SolverSettings
 
 if TYPE_CHECKING:
     from bnnrepro.evaluations.inputs import EvaluationInputs
-    from bnnrepro.methods.continuous_depth import ContinuousDepthMethod
+    from bnnrepro.methods.protocol import Method
 
 WARM_UP_IMAGES = 8  # an untimed pass before the timed solves, so that the first carries no start-up cost
 CORRUPTION_DATASET = "cifar10c"  # the registry dataset of SDE-BNN paper §5.2.2 (its evaluation's `data`)
 
 
-def predictive(method: ContinuousDepthMethod, images: np.ndarray, seed: int) -> torch.Tensor:
+def predictive(method: Method, images: np.ndarray, seed: int) -> torch.Tensor:
     """The predictive probabilities [N, C] (on the CPU) of `images` with torch's generator seeded by `seed`: every
     call with the same seed draws the same weights (Brownian entropies, mean-field samples)."""
     device = next(method.parameters()).device
@@ -69,16 +71,16 @@ def stacked(rows: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {key: np.stack([row[key] for row in rows]) for key in rows[0]}
 
 
-def calibration(method: ContinuousDepthMethod, splits: Splits, inputs: EvaluationInputs) -> dict[str, np.ndarray]:
+def calibration(method: Method, splits: Splits, inputs: EvaluationInputs) -> dict[str, np.ndarray]:
     """SDE-BNN paper Fig. 6b: the test split's metrics and reliability bins."""
     return summary(predictive(method, splits.x("test"), inputs.seed), splits.y("test"))
 
 
-def weight_sdes(method: ContinuousDepthMethod) -> list[SDEBNN]:
+def weight_sdes(method: WeightSDEBlocks) -> list[nn.Module]:
     """The SDE-BNN blocks of the method's network, whose solver settings the sweep changes."""
-    blocks = [module for module in method.network.modules() if isinstance(module, SDEBNN)]
-    if not blocks:
-        raise ValueError(f"a solver sweep needs an SDE-BNN; {type(method.network).__name__} has no weight SDE")
+    require(method, WeightSDEBlocks, "a solver sweep")
+    if not (blocks := method.weight_sdes()):
+        raise ValueError(f"a solver sweep needs an SDE-BNN; {type(method).__name__} has no weight SDE")
     return blocks
 
 
@@ -92,7 +94,7 @@ def sweep_settings(trained: SolverSettings, step_factors: Sequence[float], toler
 
 
 @contextmanager
-def solved_with(blocks: Sequence[SDEBNN], settings: SolverSettings) -> Iterator[list[int]]:
+def solved_with(blocks: Sequence[nn.Module], settings: SolverSettings) -> Iterator[list[int]]:
     """The blocks integrated with `settings`; yields a one-item list that counts their drift evaluations. The
     training settings and drift are restored on exit."""
     count = [0]
@@ -113,7 +115,7 @@ def solved_with(blocks: Sequence[SDEBNN], settings: SolverSettings) -> Iterator[
             del block.sde.f
 
 
-def solver_sweep(method: ContinuousDepthMethod, splits: Splits, inputs: EvaluationInputs) -> dict[str, np.ndarray]:
+def solver_sweep(method: Method, splits: Splits, inputs: EvaluationInputs) -> dict[str, np.ndarray]:
     """SDE-BNN paper Figs. 6a, 11, 12: per setting (rows, fixed step counts first) the test metrics and reliability
     bins, seconds, and NFE (drift evaluations per block per solve; torchsde adds one per solve to check shapes)."""
     blocks = weight_sdes(method)
@@ -140,9 +142,7 @@ def solver_sweep(method: ContinuousDepthMethod, splits: Splits, inputs: Evaluati
     }
 
 
-def corruption_robustness(
-    method: ContinuousDepthMethod, splits: Splits, inputs: EvaluationInputs
-) -> dict[str, np.ndarray]:
+def corruption_robustness(method: Method, splits: Splits, inputs: EvaluationInputs) -> dict[str, np.ndarray]:
     """SDE-BNN paper Figs. 7, 9: metrics [corruption, severity] on the first `images_per_severity` images of each
     CIFAR-10-C set (all with null) and `clean_*` on their clean originals, the run's first test images."""
     count = inputs.settings["images_per_severity"]
@@ -174,9 +174,7 @@ def corruption_robustness(
 EVALUATIONS = {"calibration": calibration, "solver_sweep": solver_sweep, "cifar10c": corruption_robustness}
 
 
-def evaluation_arrays(
-    method: ContinuousDepthMethod, name: str, splits: Splits, inputs: EvaluationInputs
-) -> dict[str, np.ndarray]:
+def evaluation_arrays(method: Method, name: str, splits: Splits, inputs: EvaluationInputs) -> dict[str, np.ndarray]:
     """The arrays of evaluation `name` (config/evaluations/<name>.yaml), computed on the run's device."""
     if name not in EVALUATIONS:
         raise KeyError(f"unknown image evaluation {name!r}; known: {', '.join(EVALUATIONS)}")

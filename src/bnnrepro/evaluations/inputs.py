@@ -91,7 +91,7 @@ def load_run(run_dir: Path) -> tuple[DictConfig, Splits, nn.Module, nn.Module]:
     cfg = OmegaConf.load(run_dir / RunFolder.CONFIG)
     splits = load_splits(cfg.dataset)
     torch.manual_seed(cfg.seed)
-    method = build_method(cfg, splits.spec(cfg.dataset.task))
+    method = build_method(cfg, splits.spec(cfg.dataset.task), splits)
     untrained = copy.deepcopy(method)
     checkpoint = run_dir / RunFolder.CHECKPOINT
     verify_archive(checkpoint, "checkpoint")

@@ -22,8 +22,8 @@ import torch
 
 from bnnrepro.data.spec import Splits
 from bnnrepro.evaluations.inputs import EvaluationInputs
+from bnnrepro.methods.evaluation_hooks import TargetSamples, require
 from bnnrepro.methods.protocol import Method
-from bnnrepro.methods.weight_samples import WeightSamples
 from bnnrepro.metrics import entropy_ecdf_auc, model_disagreement, predictive_entropy
 
 EVALUATION = "ood_detection"
@@ -62,12 +62,13 @@ def entropy_arrays(method: Method, splits: Splits, inputs: EvaluationInputs) -> 
 
 
 def evaluation_arrays(
-    method: WeightSamples | Method, name: str, splits: Splits, inputs: EvaluationInputs
+    method: TargetSamples | Method, name: str, splits: Splits, inputs: EvaluationInputs
 ) -> dict[str, np.ndarray]:
     if name == ENTROPY_EVALUATION:
         return entropy_arrays(method, splits, inputs)
     if name != EVALUATION:
         raise KeyError(f"unknown evaluation {name!r} for {__name__}; known: {EVALUATION}, {ENTROPY_EVALUATION}")
+    require(method, TargetSamples, EVALUATION)
     test = method.member_probabilities(torch.as_tensor(splits.x("test")))
     ood = method.member_probabilities(torch.as_tensor(ood_images(inputs)))
     return {

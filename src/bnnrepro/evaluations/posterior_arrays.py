@@ -12,14 +12,13 @@ from bnnrepro.data.spec import Splits
 from bnnrepro.evaluations.inputs import EvaluationInputs
 from bnnrepro.evaluations.predictive_samples import predictive_arrays
 from bnnrepro.inference.kernels import maximum_mean_discrepancy
-from bnnrepro.inference.posterior_targets import SamplingTarget
-from bnnrepro.methods.weight_samples import WeightSamples
+from bnnrepro.methods.evaluation_hooks import TargetSamples, require
 from bnnrepro.metrics import predictive_entropy
 
 EVALUATION = "posterior_arrays"
 
 
-def network_posterior_arrays(method: WeightSamples, splits: Splits, untrained: WeightSamples) -> dict[str, np.ndarray]:
+def network_posterior_arrays(method: TargetSamples, splits: Splits, untrained: TargetSamples) -> dict[str, np.ndarray]:
     """Regression: the data and the predictive samples on the test grid, trained and as initialised (Fig. 1).
     Classification: the training data and the predictive entropy (nats) on an entropy_grid^2 mesh over
     [-20, 20]^2 (Fig. 3; the authors' code: 300^2), as entropy[i, j] at (x1, x2) = (grid_axis[j], grid_axis[i])."""
@@ -36,7 +35,7 @@ def network_posterior_arrays(method: WeightSamples, splits: Splits, untrained: W
     }
 
 
-def sample_arrays(method: WeightSamples, splits: Splits, untrained: WeightSamples) -> dict[str, np.ndarray]:
+def sample_arrays(method: TargetSamples, splits: Splits, untrained: TargetSamples) -> dict[str, np.ndarray]:
     """The final and initial particles, the reference samples and the final MMD (Figs. 2 and F.1)."""
     particles = method.weights().detach()
     return {
@@ -48,12 +47,13 @@ def sample_arrays(method: WeightSamples, splits: Splits, untrained: WeightSample
 
 
 def evaluation_arrays(
-    method: WeightSamples, name: str, splits: Splits, inputs: EvaluationInputs
+    method: TargetSamples, name: str, splits: Splits, inputs: EvaluationInputs
 ) -> dict[str, np.ndarray]:
     """The arrays of a sampling target's particles (`sample_arrays`) or of a network posterior's samples
     (`network_posterior_arrays`)."""
     if name != EVALUATION:
         raise KeyError(f"unknown evaluation {name!r} for {__name__}; known: {EVALUATION}")
-    if isinstance(method.target, SamplingTarget):
+    require(method, TargetSamples, EVALUATION)
+    if method.target.task == "sampling":
         return sample_arrays(method, splits, inputs.untrained_method())
     return network_posterior_arrays(method, splits, inputs.untrained_method())

@@ -12,8 +12,7 @@ from torch import nn
 from bnnrepro.data.spec import Splits
 from bnnrepro.evaluations.inputs import EvaluationInputs
 from bnnrepro.evaluations.predictive_samples import predictive_arrays
-from bnnrepro.methods.continuous_depth import ContinuousDepthMethod
-from bnnrepro.models.weight_sde import SDEBNN
+from bnnrepro.methods.evaluation_hooks import DepthPaths
 
 EVALUATION = "toy_paths"
 TRAJECTORY_INPUTS = 7  # initial states drawn in the trajectory figures (SDE-BNN Fig. 1)
@@ -21,9 +20,7 @@ TRAJECTORY_SAMPLES = 50  # weight paths per initial state
 WEIGHT_SAMPLES = 1000  # posterior weight samples at t = 1 (workshop Fig. 3)
 
 
-def continuous_depth_arrays(
-    method: ContinuousDepthMethod, splits: Splits, untrained: ContinuousDepthMethod
-) -> dict[str, np.ndarray]:
+def continuous_depth_arrays(method: DepthPaths, splits: Splits, untrained: DepthPaths) -> dict[str, np.ndarray]:
     """The predictive arrays, the hidden paths [T, S, B, dim] (including the augmented dimensions) of
     TRAJECTORY_INPUTS inputs spread over the training range and, for an SDE-BNN, the weights at t = 1 of
     WEIGHT_SAMPLES posterior paths."""
@@ -36,9 +33,8 @@ def continuous_depth_arrays(
         "times": times.numpy(),
         "hidden_paths": paths.numpy(),
     }
-    if isinstance(method.network, SDEBNN):
-        final = method.weight_and_hidden_paths(starts, WEIGHT_SAMPLES, torch.tensor([0.0, 1.0]))[-1]
-        arrays["weights_at_t1"] = method.network.sde.split(final).w.numpy()
+    if (weights := method.final_weights(starts, WEIGHT_SAMPLES)) is not None:
+        arrays["weights_at_t1"] = weights.numpy()
     return arrays
 
 
@@ -55,6 +51,6 @@ def evaluation_arrays(method: nn.Module, name: str, splits: Splits, inputs: Eval
             f"shape {tuple(shape[1:])}: use it with a 1D toy dataset (e.g. sdebnn_toy), or remove it from the figures "
             "that request it for this dataset"
         )
-    if isinstance(method, ContinuousDepthMethod):
+    if isinstance(method, DepthPaths):
         return continuous_depth_arrays(method, splits, inputs.untrained_method())
     return predictive_arrays(method, splits, inputs.untrained_method())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from bnnrepro.train_configs import read_config_file
 if TYPE_CHECKING:  # the workflow reads METHOD_MODULES when it builds the DAG: no torch here
     from omegaconf import DictConfig
 
-    from bnnrepro.data.spec import DataSpec
+    from bnnrepro.data.spec import DataSpec, Splits
     from bnnrepro.methods.protocol import Method
 
 
@@ -91,11 +92,16 @@ def own_training_job(name: str) -> Callable | None:
     return getattr(method_module(name), "train_job", None)
 
 
-def build_method(cfg: DictConfig, spec: DataSpec) -> Method:
-    """The method `cfg.method.name` on data `spec`; an error names a missing hook of the protocol."""
+def build_method(cfg: DictConfig, spec: DataSpec, splits: Splits | None = None) -> Method:
+    """The method `cfg.method.name` on data `spec`; an error names a missing hook of the protocol. A method whose
+    build reads the run's data (a sampling target's samples, a BNSDE's pretraining sequences) declares a `splits`
+    parameter and gets `splits`, the data the job loaded: no method loads data itself."""
     from bnnrepro.methods.protocol import check_method
 
     module = method_module(cfg.method.name)
-    method = module.build(cfg, spec)
+    if "splits" in inspect.signature(module.build).parameters:
+        method = module.build(cfg, spec, splits=splits)
+    else:
+        method = module.build(cfg, spec)
     check_method(method, module.__name__)
     return method

@@ -11,10 +11,10 @@ a seed, §4.3.1) the predictor trains `train.epochs` epochs of minibatches of `t
 - the acquisition gets the predictive likelihood of each new label before and after (RAL's policy step) (policy),
 - the test error is recorded,
 until `budget` labels. The whole state (labels, predictor, policies, optimisers, random generators, baseline,
-history) is checkpointed after every round: a killed job resumes at its last finished round and ends with the same
-history. metrics.json holds the history (test error per round, the seconds of each part) and the Average Error (the
-mean test error over every recorded round, 50 to 400 labels: §4.3's "average over the whole labeling process") and
-Final Error.
+history) is checkpointed after every round by the training job's own save and restore (`RunFolder.save_progress`,
+`restore_progress`): a killed job resumes at its last finished round and ends with the same history. metrics.json
+holds the history (test error per round, the seconds of each part) and the Average Error (the mean test error over
+every recorded round, 50 to 400 labels: §4.3's "average over the whole labeling process") and Final Error.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from bnnrepro.inference.classification_likelihoods import MultiLabelProbit
 from bnnrepro.methods import gaussian_weight_vi, mc_dropout
 from bnnrepro.metrics import classification_metrics
 from bnnrepro.optim import Adam, Optimizer
-from bnnrepro.runs import RunFolder, ran_on, start_job
+from bnnrepro.runs import RunFolder, ran_on, restore_progress, start_job
 
 METHODS = ("active_learning",)
 """The Hydra method name (config/train/method/active_learning*.yaml `name`) of a labelling run."""
@@ -153,6 +153,7 @@ def train_job(cfg: DictConfig, run: RunFolder, stop_after_round: int | None = No
     optimizer = Adam(predictor.parameter_groups(cfg.optim.lr, cfg.optim.depth_lr_ratio))
     acquisition = build_acquisition(cfg.method, spec.num_classes)
     shuffle, selection = torch.Generator().manual_seed(cfg.seed), torch.Generator().manual_seed(cfg.seed + 1)
+    generators = {"shuffle": shuffle, "selection": selection}
     epochs, batch_size, per_round = cfg.train.epochs, cfg.train.batch_size, cfg.method.labels_per_round
 
     state = run.load_resume(digest)
@@ -165,14 +166,10 @@ def train_job(cfg: DictConfig, run: RunFolder, stop_after_round: int | None = No
                     "train_seconds": seconds, "score_seconds": 0.0, "policy_seconds": 0.0}]  # fmt: skip
         first_round = 1
     else:
-        labelled = state["labelled"].to(device)
-        predictor.load_state_dict(state["predictor"])
-        optimizer.load_state_dict(state["optimizer"])
-        acquisition.load_state_dict(state["acquisition"])
-        torch.set_rng_state(state["torch_rng"])
-        shuffle.set_state(state["shuffle_rng"])
-        selection.set_state(state["selection_rng"])
-        history, seconds = state["history"], state["seconds"]
+        progress = restore_progress(state, predictor, optimizer, generators)
+        labelled = progress["labelled"].to(device)
+        acquisition.load_state_dict(progress["acquisition"])
+        history, seconds = progress["history"], progress["seconds"]
         first_round = history[-1]["round"] + 1
         log.info("resumed %s after round %d", run.path, first_round - 1)
 
@@ -206,12 +203,10 @@ def train_job(cfg: DictConfig, run: RunFolder, stop_after_round: int | None = No
         log.info("round %d/%d  labels=%d  test_error=%.2f", round_index, rounds, len(labelled),
                  history[-1]["test_error"])  # fmt: skip
         if round_index < rounds:
-            run.save(RunFolder.RESUME, {
-                "config_digest": digest, "labelled": labelled.cpu(), "predictor": predictor.state_dict(),
-                "optimizer": optimizer.state_dict(), "acquisition": acquisition.state_dict(),
-                "torch_rng": torch.get_rng_state(), "shuffle_rng": shuffle.get_state(),
-                "selection_rng": selection.get_state(), "history": history, "seconds": seconds,
-            })  # fmt: skip
+            run.save_progress(
+                digest, predictor, optimizer, generators,
+                labelled=labelled.cpu(), acquisition=acquisition.state_dict(), history=history, seconds=seconds,
+            )  # fmt: skip
         if round_index == stop_after_round:
             return {}
 

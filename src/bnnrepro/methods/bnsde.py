@@ -22,8 +22,7 @@ from __future__ import annotations
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from bnnrepro.data.registry import load_splits
-from bnnrepro.data.spec import DataSpec
+from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.inference.pac_bayes import check_delta, log_mean_exp_data_term, mean_log_data_term, pac_complexity
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
@@ -63,6 +62,19 @@ class BNSDEMethod(LossMinimiser, FixedArchitectureMethod):
         path, kl = self.sde.solve(h0.repeat(samples, 1), steps, self.weight_sampling, with_kl=with_kl, t0=t0)
         prediction = self.observation.emit(path).unflatten(1, (samples, batch)).transpose(0, 1)
         return prediction, kl.view(samples, batch)
+
+    def forecast_observations(self, span: torch.Tensor, trajectories: int) -> torch.Tensor:
+        """`trajectories` sample paths [trajectories, L, P] from the first state of `span` ([L, P + 1]: states,
+        then time) over its time grid: one batched Euler-Maruyama solve (`forecast`). Only where the state is the
+        observation (Lotka-Volterra, Lorenz; not the CMU encoder's latent state)."""
+        if not isinstance(self.observation, ObservedState):
+            raise ValueError(
+                f"forecasts of the observations need a BNSDE whose state is the observation (Lotka-Volterra, Lorenz); "
+                f"this one observes through {type(self.observation).__name__}"
+            )
+        with torch.no_grad():
+            prediction = self.forecast(span[None], trajectories, with_kl=False)[0]  # [S, L, 1, P]
+        return prediction[:, :, 0]
 
     def snippet(self, x: torch.Tensor) -> torch.Tensor:
         """A random window of the curriculum's current length from each sequence, or x itself. The curriculum gives
@@ -155,7 +167,7 @@ def preconditioned_langevin_step(optimizer: Adam) -> None:
                 p.add_(-0.5 * step * preconditioner * p.grad + (step * preconditioner).sqrt() * torch.randn_like(p))
 
 
-def build(run_cfg: DictConfig, spec: DataSpec) -> BNSDEMethod:
+def build(run_cfg: DictConfig, spec: DataSpec, splits: Splits | None = None) -> BNSDEMethod:
     """The BNSDE of `run_cfg.method` for the sequences of `run_cfg.dataset` (its `dynamics` block: the known system,
     the diffusion, the likelihood variance and, for a latent state, the encoder and decoder)."""
     cfg, dynamics = run_cfg.method, run_cfg.dataset.get("dynamics")
@@ -189,7 +201,7 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> BNSDEMethod:
             "method.knowledge.pretrained=true (a drift learned first) or leave gamma null"
         )
     if cfg.knowledge.pretrained:
-        knowledge = pretrained_knowledge(run_cfg, spec, gamma, observation)
+        knowledge = pretrained_knowledge(run_cfg, spec, splits, gamma, observation)
     else:
         knowledge = KnowledgeDrift(dynamics.system, gamma, state_size, dynamics.parameter_noise_std, run_cfg.seed)
     drift = None
@@ -204,7 +216,7 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> BNSDEMethod:
 
 
 def pretrained_knowledge(
-    run_cfg: DictConfig, spec: DataSpec, gamma: list[float], observation: EncodedState
+    run_cfg: DictConfig, spec: DataSpec, splits: Splits | None, gamma: list[float], observation: EncodedState
 ) -> LearnedKnowledge:
     """Prior knowledge learned before the run (CMU hybrids, §6.4.3): a black-box E-PAC-Bayes BNSDE trained for
     `knowledge.pretrain_epochs` on the validation sequences, whose posterior-mean drift becomes r (frozen) and whose
@@ -213,7 +225,8 @@ def pretrained_knowledge(
     target than MOCAP-1's "weak and broad" knowledge)."""
     if not isinstance(observation, EncodedState):
         raise ValueError("method.knowledge.pretrained needs a latent state (dataset cmu_mocap35)")
-    splits = load_splits(run_cfg.dataset)
+    if splits is None:
+        raise ValueError("method.knowledge.pretrained trains on the run's validation sequences: pass the run's splits")
     sequences = torch.as_tensor(splits.x("val"))
     pre_cfg = run_cfg.copy()
     OmegaConf.update(pre_cfg, "method.objective", "e_pac_bayes")

@@ -111,6 +111,18 @@ class ContinuousDepthMethod(LossMinimiser, FixedArchitectureMethod):
         hidden = self.network.sde.split(ys).h
         return times, hidden.unflatten(-1, (x.shape[0], -1))
 
+    def final_weights(self, x: torch.Tensor, num_samples: int) -> torch.Tensor | None:
+        """The weights at t = 1 of `num_samples` posterior weight paths [S, d] (workshop Fig. 3); None for ODEnet,
+        whose weights are constant."""
+        if not isinstance(self.network, SDEBNN):
+            return None
+        final = self.weight_and_hidden_paths(x, num_samples, torch.tensor([0.0, 1.0]))[-1]
+        return self.network.sde.split(final).w
+
+    def weight_sdes(self) -> list[SDEBNN]:
+        """The network's SDE-BNN blocks, whose solver settings a sweep changes (SDE-BNN §5.2); [] for the others."""
+        return [module for module in self.network.modules() if isinstance(module, SDEBNN)]
+
     def weight_and_hidden_paths(self, x: torch.Tensor, num_samples: int, times: torch.Tensor) -> torch.Tensor:
         """The augmented state [T, S, ...] at `times` under the posterior (Ito Euler-Maruyama, the model's step),
         driven by the model's Brownian motion, whose entropy comes from torch's generator: a seed fixes the paths."""

@@ -18,7 +18,7 @@ import torch
 from omegaconf import DictConfig
 from pyro.infer.mcmc import MCMC, NUTS
 
-from bnnrepro.data.spec import DataSpec
+from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.inference.posterior_targets import NetworkPosterior
 from bnnrepro.methods.protocol import finite_loss
 from bnnrepro.methods.weight_samples import WeightSamples, build_target
@@ -91,10 +91,10 @@ class HamiltonianMonteCarlo(WeightSamples):
         return {**self.last_run, **super().diagnostics()}
 
 
-def build(run_cfg: DictConfig, spec: DataSpec) -> HamiltonianMonteCarlo:
+def build(run_cfg: DictConfig, spec: DataSpec, splits: Splits | None = None) -> HamiltonianMonteCarlo:
     """NUTS on the posterior of config/train/method/hmc.yaml's network (regression or classification data)."""
     cfg = run_cfg.method
-    target = build_target(run_cfg, spec)
+    target = build_target(run_cfg, spec, splits)
     if not isinstance(target, NetworkPosterior):
         raise ValueError("hmc samples network posteriors; a sampling target's dataset holds exact samples already")
     return HamiltonianMonteCarlo(target, cfg.num_chains, cfg.warmup_steps, cfg.num_samples, cfg.max_tree_depth)

@@ -66,6 +66,12 @@ class LatentSDEMethod(LossMinimiser, FixedArchitectureMethod):
         """The KL estimate of the last training step."""
         return dict(self.last_step)
 
+    @torch.no_grad()
+    def latent_paths(self, num_times: int, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(times [T], z [T, S]): `num_samples` posterior paths of z on `num_times` times over the model's interval."""
+        times = torch.linspace(self.model.t_start, self.model.t_end, num_times)
+        return times, self.model.sample(times, num_samples)[0][..., 0]
+
     def gradient_draws(
         self, x: torch.Tensor, y: torch.Tensor, estimators: tuple[str, ...], draws: int
     ) -> dict[str, torch.Tensor]:

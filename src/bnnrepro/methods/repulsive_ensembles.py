@@ -21,7 +21,7 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
-from bnnrepro.data.spec import DataSpec
+from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.errors import DivergedError
 from bnnrepro.inference.posterior_targets import NetworkPosterior, SamplingTarget, Target
 from bnnrepro.inference.repulsive import (
@@ -100,10 +100,10 @@ class ParticleEnsemble(WeightSamples):
         return loss
 
 
-def build(run_cfg: DictConfig, spec: DataSpec) -> ParticleEnsemble:
-    """The ensemble of config/train/method/<name>.yaml on the run's data (see weight_samples.build_target)."""
+def build(run_cfg: DictConfig, spec: DataSpec, splits: Splits | None = None) -> ParticleEnsemble:
+    """The ensemble of config/train/method/<name>.yaml on the run's data `splits` (see weight_samples.build_target)."""
     cfg = run_cfg.method
-    target = build_target(run_cfg, spec, function_space=cfg.rule in FUNCTION_SPACE_RULES)
+    target = build_target(run_cfg, spec, splits, function_space=cfg.rule in FUNCTION_SPACE_RULES)
     if cfg.rule in FUNCTION_SPACE_RULES and not isinstance(target, NetworkPosterior):
         raise ValueError(f"rule {cfg.rule!r} needs a network: a sampling target has no function space")
     if cfg.member_prior_variances and cfg.rule != "de":

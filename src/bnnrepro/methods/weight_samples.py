@@ -7,8 +7,7 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 
-from bnnrepro.data.registry import load_splits
-from bnnrepro.data.spec import DataSpec
+from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.inference.posterior_targets import (
     SAMPLING_DENSITIES,
     GaussianLogLikelihood,
@@ -22,14 +21,18 @@ from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.models.posterior_networks import posterior_network
 
 
-def build_target(run_cfg: DictConfig, spec: DataSpec, function_space: bool = False) -> Target:
+def build_target(run_cfg: DictConfig, spec: DataSpec, splits: Splits | None, function_space: bool = False) -> Target:
     """The target of a run: its dataset's density for a sampling dataset, otherwise the posterior of the method
     config's network (`posterior_network`) under prior_variance (one per member with member_prior_variances), and
     likelihood_std for regression, the dataset's entropy_grid for 2D classification. `function_space`: the
     network ends in a softmax when a function-space rule repels class probabilities (function_values)."""
     cfg = run_cfg.method
     if spec.task == "sampling":
-        splits = load_splits(run_cfg.dataset)
+        if splits is None:
+            raise ValueError(
+                f"method {cfg.name!r} on a sampling dataset starts from its samples: pass the run's splits "
+                "(build_method(cfg, spec, splits))"
+            )
         start, reference = (torch.as_tensor(splits.x(s)) for s in ("train", "test"))
         return SamplingTarget(SAMPLING_DENSITIES[run_cfg.dataset.name], start, reference)
     if spec.task == "regression":
