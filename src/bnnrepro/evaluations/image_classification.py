@@ -3,7 +3,8 @@
 (`bnnrepro.evaluations`).
 
 * "calibration" (Fig. 6b): metrics and the reliability bins of the predictive on the test split (10 equal-width
-  confidence bins: not stated in the paper; the authors' code's), the model as trained.
+  confidence bins: not stated in the paper; the authors' code's, xwinxu/bayeSDE `torchbnn/_impl/utils.py`
+  `score_model`), the model as trained.
 * "solver_sweep" (Figs. 6a, 11, 12): the same for the SDE-BNN at other test-time solver settings, fixed step
   counts around the training one and adaptive tolerances, with each solve's wall-clock seconds and drift
   evaluations (NFE). Every setting sees the same weight draw: torch's generator is reseeded, which fixes each

@@ -21,7 +21,8 @@ EVALUATION = "posterior_arrays"
 def network_posterior_arrays(method: TargetSamples, splits: Splits, untrained: TargetSamples) -> dict[str, np.ndarray]:
     """Regression: the data and the predictive samples on the test grid, trained and as initialised (Fig. 1).
     Classification: the training data and the predictive entropy (nats) on an entropy_grid^2 mesh over
-    [-20, 20]^2 (Fig. 3; the authors' code: 300^2), as entropy[i, j] at (x1, x2) = (grid_axis[j], grid_axis[i])."""
+    [-20, 20]^2 (Fig. 3; the authors' code, ratschlab/repulsive_ensembles `exp_2d_class.py`: 300^2), as
+    entropy[i, j] at (x1, x2) = (grid_axis[j], grid_axis[i])."""
     if method.target.task == "regression":
         return predictive_arrays(method, splits, untrained)
     grid = input_grid(method.target.entropy_grid)

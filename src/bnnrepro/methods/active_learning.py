@@ -7,7 +7,8 @@ a seed, §4.3.1) the predictor trains `train.epochs` epochs of minibatches of `t
 - the acquisition (bnnrepro.active_learning.acquisitions) chooses `labels_per_round` unlabelled points (score),
 - the oracle labels them and the predictor, warm-started, trains `train.epochs` epochs on all labels at a learning
   rate decayed linearly from optim.lr over the planned rounds ("linearly reduced after each labeling episode", §4.7;
-  the authors' code decays it towards 0: round r trains at lr (1 - (r - 1) / rounds)) (train),
+  the authors' code, manuelhaussmann/ral `exp_mnist.py`, decays it towards 0: round r trains at lr (1 - (r - 1) /
+  rounds)) (train),
 - the acquisition gets the predictive likelihood of each new label before and after (RAL's policy step) (policy),
 - the test error is recorded,
 until `budget` labels. The whole state (labels, predictor, policies, optimisers, random generators, baseline,

@@ -109,7 +109,7 @@ class DepthNetworkMethod(LossMinimiser):
     def _log_likelihood(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """sum_i log p(y_i; Omega_l(x_i)) per depth l, from the outputs [depths, batch, outputs]: categorical
         (softmax of the logits), or Gaussian with unit variance on standardised targets (App. B.4; the variance is
-        not stated, 1 in the authors' code)."""
+        not stated, 1 in the authors' code, ANazaret/unbounded-depth-neural-networks `src/models.py`)."""
         if self.task == "classification":
             nll = F.cross_entropy(outputs.flatten(0, 1), y.repeat(len(outputs)), reduction="none")
             return -nll.view(len(outputs), -1).sum(1)
@@ -122,8 +122,8 @@ class DepthNetworkMethod(LossMinimiser):
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """Posterior predictive of eq. (14): sum_l q(l) softmax(Omega_l(x)) [N, C]; for regression its mean
-        sum_l q(l) Omega_l(x), as one sample [1, N, D] (the authors' code's prediction, on which Fig. 8's RMSE is
-        computed)."""
+        sum_l q(l) Omega_l(x), as one sample [1, N, D] (the prediction of the authors' code,
+        ANazaret/unbounded-depth-neural-networks `src/train.py`, on which Fig. 8's RMSE is computed)."""
         log_q, depths = self._support()
         outputs = self.network(x, depths)
         weights = log_q.exp()[torch.tensor(depths, device=x.device) - 1]

@@ -2,11 +2,11 @@
 stated in the paper):
 Pyro's No-U-Turn sampler on the same network posterior the ensembles sample (bnnrepro.inference.posterior_targets).
 
-The paper states no HMC setting and the authors' code has none; the choices are in config/train/method/hmc.yaml.
-Its training step samples: one step, on the whole training set, runs `num_chains` chains one after another (each
-with its own warm-up, which adapts the step size and a diagonal mass matrix) and keeps their draws as the method's
-state (the `samples` buffer, saved in the checkpoint). HMC has no trainable parameters and never uses the
-optimiser; the step reports the draws' mean negative log posterior per datum. Before sampling, `samples` holds
+The paper states no HMC setting and the authors' code (ratschlab/repulsive_ensembles) has none; the choices are in
+config/train/method/hmc.yaml. Its training step samples: one step, on the whole training set, runs `num_chains` chains
+one after another (each with its own warm-up, which adapts the step size and a diagonal mass matrix) and keeps their
+draws as the method's state (the `samples` buffer, saved in the checkpoint). HMC has no trainable parameters and never
+uses the optimiser; the step reports the draws' mean negative log posterior per datum. Before sampling, `samples` holds
 prior draws, so the untrained method of an evaluation gives the prior predictive; each chain starts from the last
 draw of its block of `samples` (a prior draw the first time; a run with more epochs continues its chains with a
 fresh warm-up).

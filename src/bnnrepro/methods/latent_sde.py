@@ -77,7 +77,8 @@ class LatentSDEMethod(LossMinimiser, FixedArchitectureMethod):
     ) -> dict[str, torch.Tensor]:
         """Single-path gradients of the per-datum negative ELBO w.r.t. the drift net's parameters phi, one per
         (z_0, Brownian path) draw, under each KL estimator: {estimator: [draws, P]}. Every estimator sees the same
-        draws (paired comparison); the draws are vectorised with torch.func (the authors' script loops)."""
+        draws (paired comparison); the draws are vectorised with torch.func (the authors' script, xwinxu/bayeSDE
+        `examples/grad_check/stl.py`, loops)."""
         grid, index = self.model.grid(x[:, 0])
         z0, noise = self.model.draw_noise(grid, draws)
         phi = {f"posterior.net.{name}": p.detach() for name, p in self.model.posterior.net.named_parameters()}

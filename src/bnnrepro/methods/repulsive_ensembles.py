@@ -8,9 +8,9 @@ Rules (config `rule`, with `estimator` kde | sge | ssge for the Wasserstein ones
 
 The training step: the update w_i <- w_i + eps_t phi(w_i) of eq. (2) is not the gradient of a loss (the
 repulsion is not, and neither is SVGD's kernel-averaged drive), so the step sets the particles' gradient to -phi
-and takes an Adam step, as the authors' code does (`W.grad = -phi; optimizer.step()`; the paper states no step
-size). It reports the particles' mean negative log target (per datum for a posterior); a non-finite direction or
-value stops the run (DivergedError).
+and takes an Adam step, as the authors' code does (ratschlab/repulsive_ensembles `methods/SVGD.py`: `W.grad = -phi;
+optimizer.step()`; the paper states no step size). It reports the particles' mean negative log target (per datum for a
+posterior); a non-finite direction or value stops the run (DivergedError).
 """
 
 from __future__ import annotations
