@@ -14,7 +14,7 @@ on the same batch, §3.3), then an Adam step on -phi.
 Variants, each timed as the median over --repeats steps after one warm-up step, on random inputs:
   batched   bnnrepro.inference.repulsive: one vmapped functional_call for all particles (and its vjp)
   loop      one functional_call per particle in a Python loop and one backward through the stacked outputs,
-            as the authors' code does (models/ensemble.py loops over particles)
+            as the authors' code does (`ratschlab/repulsive_ensembles`, models/ensemble.py loops over particles)
 Both compute the same direction (checked before timing, to float32 rounding); the repulsion and score code is shared.
 
 Usage: python benchmarks/repulsive_update.py [--settings fashion_mnist,toy_1d,toy_2d] [--repeats N] [--threads T]

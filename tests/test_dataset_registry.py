@@ -216,7 +216,9 @@ def test_every_download_with_a_standin_shape_is_checked_when_prepared() -> None:
 
 def test_the_udn_uci_protocol_is_the_tabular_rule() -> None:
     rows = tabular.seeded_split(506, 7, 0.8, 0.1)
-    assert [len(r) for r in rows] == [404, 51, 51]  # boston's 80/10/10 in the UDN authors' code (App. B.4)
+    # boston's 80/10/10 in the UDN authors' code (`ANazaret/unbounded-depth-neural-networks`,
+    # `experiments/load_data.py`; App. B.4)
+    assert [len(r) for r in rows] == [404, 51, 51]
 
 
 def test_a_generated_instance_records_its_values_and_a_run_asking_for_others_stops(tmp_path: Path) -> None:

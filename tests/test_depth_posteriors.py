@@ -32,7 +32,8 @@ SPEC_FIG5_DELTA = [
     9.8, 10.1, 10.4, 10.7,
 ]  # fmt: skip
 
-# lambda -> (m, E_q[l]) of TP(0.95) (UDN paper §3.2), in the authors' code's convention.
+# lambda -> (m, E_q[l]) of TP(0.95) (UDN paper §3.2), in the authors' code's
+# (`ANazaret/unbounded-depth-neural-networks`, `src/models.py`) convention.
 SPEC_TABLE = {
     0.5: (3, 1.462),
     1.0: (4, 1.938),

@@ -244,8 +244,9 @@ def test_bad_activation_name_and_sharpness_are_named():
 
 
 def test_logit_draws_are_gaussian_not_uniform():
-    """The authors' VBP code draws its sampled-logit noise with `rand_like` (uniform on [0, 1)); ours must be
-    N(mean, var): the draws' mean, variance and a tail probability against the Gaussian's."""
+    """The authors' VBP code (`manuelhaussmann/vbp`, `architectures.py`) draws its sampled-logit noise with
+    `rand_like` (uniform on [0, 1)); ours must be N(mean, var): the draws' mean, variance and a tail probability
+    against the Gaussian's."""
     torch.manual_seed(0)
     mean, var = torch.tensor([[0.5, -1.0]]), torch.tensor([[4.0, 0.25]])
     draws = logit_samples(mean, var, 100_000)

@@ -35,7 +35,8 @@ def test_differs_across_seeds_and_omegas():
     assert (
         np.mean(np.abs(np.linalg.norm(base.x("train"), axis=1) - np.linalg.norm(other.x("train"), axis=1)) < 0.05) < 0.5
     )
-    # nor does seed s + 1 reuse seed s's validation sample (as the authors' code does)
+    # nor does seed s + 1 reuse seed s's validation sample (as the authors' code,
+    # `ANazaret/unbounded-depth-neural-networks` `experiments/load_data.py`, does)
     assert not np.allclose(base.x("val"), splits(omega=4.0, seed=1).x("train"))
 
 

@@ -1,7 +1,8 @@
 """Thesis chapter 5 (BEDL, Haußmann 2021): the study `thesis_bedl`, the OOD-entropy evaluation of Table 5.2
 (bnnrepro.evaluations.ood_detection), the tables (bnnrepro.artifacts.thesis_bedl) on constructed results, the FLOP
 counts of Table 5.4, and two of the authors' code's slips that we do not copy (BEDL-PAC without its regulariser's
-constant, a convolution's fan-in)."""
+constant, `manuelhaussmann/bedl` `exp_classification_archs.py`; a convolution's fan-in, `manuelhaussmann/vbp`
+`VBPLayer.py`)."""
 
 from __future__ import annotations
 
@@ -289,6 +290,7 @@ def test_table_5_4_shows_the_measured_counts_beside_the_thesis_big_o() -> None:
 
 
 # --- the authors' code's slips that we do not copy -------------------------------------------------------------------
+# (`manuelhaussmann/bedl`, `exp_classification_archs.py`; `manuelhaussmann/vbp`, `VBPLayer.py`)
 
 
 def seeded_loss(method: str, x: torch.Tensor, y: torch.Tensor, *overrides: str, spec=None) -> float:
@@ -313,8 +315,9 @@ def test_bedl_pac_adds_the_pac_regulariser_which_depends_on_delta() -> None:
 
 
 def test_a_convolutions_initial_means_use_its_true_fan_in() -> None:
-    """He-normal means, std sqrt(2 / (in_channels k k)) (§3.5.4, §5.8.2.1). The authors' VBP code takes in_channels
-    (k-1)! as the fan-in: for k = 3 that is a std 2.1 times too large, for k = 5 2% too small."""
+    """He-normal means, std sqrt(2 / (in_channels k k)) (§3.5.4, §5.8.2.1). The authors' VBP code
+    (`manuelhaussmann/vbp`, `VBPLayer.py`) takes in_channels (k-1)! as the fan-in: for k = 3 that is a std 2.1 times
+    too large, for k = 5 2% too small."""
     for kernel in (3, 5):
         means = GaussianAffine(LayerShape(64, 256, kernel, 1)).weight_mean.detach()
         expected = math.sqrt(2 / (64 * kernel * kernel))

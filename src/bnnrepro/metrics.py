@@ -17,12 +17,13 @@ from typing import NamedTuple
 import torch
 
 SDE_BNN_ECE_BINS = 10
-"""SDE-BNN paper §5.2.1: the bin count is not stated in the paper; the authors' code (bayeSDE) uses 10 equal-width
-bins."""
+"""SDE-BNN paper §5.2.1: the bin count is not stated in the paper; the authors' code (`xwinxu/bayeSDE`,
+`torchbnn/_impl/utils.py`) uses 10 equal-width bins."""
 
 REPULSIVE_ECE_BINS = 30
 """Repulsive-ensembles paper Table 1: the bin count is not stated in the paper; the authors' code
-(repulsive_ensembles) uses 30 equal-width bins."""
+(`ratschlab/repulsive_ensembles`, `training/training_mnist_hyper.py`, `training/training_mnist_corruption.py`) uses 30
+equal-width bins."""
 
 
 def accuracy(probs: torch.Tensor, labels: torch.Tensor) -> float:
@@ -102,9 +103,9 @@ def expected_calibration_error(probs: torch.Tensor, labels: torch.Tensor, num_bi
     """ECE = sum_b (|B_b| / N) |acc(B_b) - conf(B_b)| over equal-width confidence bins (Guo et al. 2017).
 
     SDE-BNN paper §5.2.1 and repulsive-ensembles paper Table 1; bins as in `calibration_bins`. The default of 10
-    bins is the SDE-BNN authors' code's (not stated in the paper); pass `REPULSIVE_ECE_BINS` (30) for the
-    repulsive-ensembles Table 1. A fraction:
-    multiply by 100 for SDE-BNN's "ECE (x10^-2)" columns.
+    bins is the SDE-BNN authors' code's (`xwinxu/bayeSDE`, `torchbnn/_impl/utils.py`; not stated in the paper); pass
+    `REPULSIVE_ECE_BINS` (30) for the repulsive-ensembles Table 1. A fraction: multiply by 100 for SDE-BNN's "ECE
+    (x10^-2)" columns.
     """
     bins = calibration_bins(probs, labels, num_bins)
     filled = bins.counts > 0
@@ -154,8 +155,10 @@ def corruption_errors(errors: torch.Tensor, clean_error: float) -> CorruptionErr
 def predictive_entropy(member_probs: torch.Tensor) -> torch.Tensor:
     """H(x) = -sum_c pbar_c log pbar_c (nats) of the ensemble mean pbar = (1/M) sum_i p_i, one per input [N].
 
-    Repulsive-ensembles paper §4. The authors' code divides by log C for the image tasks; that scale cancels in
-    H_o/H_t and in the AUROC, so it is left out. Pass probs[None] for a single predictive distribution.
+    Repulsive-ensembles paper §4. The authors' code (`ratschlab/repulsive_ensembles`,
+    `training/training_mnist_hyper.py`, `training/training_mnist_corruption.py`) divides by log C for the image tasks;
+    that scale cancels in H_o/H_t and in the AUROC, so it is left out. Pass probs[None] for a single predictive
+    distribution.
     """
     _check_members(member_probs)
     mean_probs = member_probs.mean(0)
@@ -183,7 +186,8 @@ def model_disagreement(member_probs: torch.Tensor) -> torch.Tensor:
     averaged over classes, one per input [N].
 
     Repulsive-ensembles paper §4 defers the definition to its App. B; this is the authors' code
-    (repulsive_ensembles, `test_pred.std(0).mean(1)`), kept for comparability with their Table 1.
+    (`ratschlab/repulsive_ensembles`, `training/training_mnist_hyper.py`, `training/training_mnist_corruption.py`:
+    `test_pred.std(0).mean(1)`), kept for comparability with their Table 1.
     """
     _check_members(member_probs, min_members=2)
     return member_probs.std(0, correction=1).mean(-1)
@@ -229,7 +233,7 @@ def _check_gradient_samples(gradients: torch.Tensor) -> None:
 def gradient_variance(gradients: torch.Tensor) -> float:
     """Variance (n - 1) over K gradient samples of each of P parameters, averaged over parameters ([K, P]).
 
-    SDE-BNN paper §4, Fig. 4: "variance ... averaged across the parameters theta". The authors' code (bayeSDE,
+    SDE-BNN paper §4, Fig. 4: "variance ... averaged across the parameters theta". The authors' code (`xwinxu/bayeSDE`,
     `examples/grad_check/stl.py`) records the standard deviation instead; see `gradient_standard_deviation`.
     """
     _check_gradient_samples(gradients)
@@ -239,7 +243,7 @@ def gradient_variance(gradients: torch.Tensor) -> float:
 def gradient_standard_deviation(gradients: torch.Tensor) -> float:
     """Standard deviation (n - 1) over K gradient samples of each parameter, averaged over parameters ([K, P]).
 
-    What the authors' code (bayeSDE, `examples/grad_check/stl.py`) records for Fig. 4 (`std(0).mean()`).
+    What the authors' code (`xwinxu/bayeSDE`, `examples/grad_check/stl.py`) records for Fig. 4 (`std(0).mean()`).
     """
     _check_gradient_samples(gradients)
     return float(gradients.std(0, correction=1).mean())
@@ -268,9 +272,9 @@ def classification_metrics(probs: torch.Tensor, y: torch.Tensor) -> dict[str, fl
 
 def forecasting_metrics(samples: torch.Tensor, y: torch.Tensor, noise_variance: float) -> dict[str, float]:
     """Forecasts [S, B, L, D] of sequences y [B, L, D]: the MSE of the mean forecast over sequences, steps and
-    dimensions (thesis Table 6.1, as the authors' code), and the Gaussian predictive NLL of each sequence, summed over
-    its steps and dimensions and averaged over sequences (`gaussian_predictive_nll` of the flattened sequences; the
-    thesis does not say how Table 6.2's NLL aggregates)."""
+    dimensions (thesis Table 6.1, as the authors' code, `manuelhaussmann/bnsde` `exp_lorenz.py`), and the Gaussian
+    predictive NLL of each sequence, summed over its steps and dimensions and averaged over sequences
+    (`gaussian_predictive_nll` of the flattened sequences; the thesis does not say how Table 6.2's NLL aggregates)."""
     mse = float((samples.mean(0) - y).square().mean())
     return {"mse": mse, "nll": gaussian_predictive_nll(samples.flatten(2), y.flatten(1), noise_variance)}
 

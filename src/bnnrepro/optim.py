@@ -173,8 +173,8 @@ def scaled_learning_rate_schedule(
 
 def learning_rate_factor(schedule: Sequence[Mapping] | None, epoch: int) -> float:
     """The factor of epoch `epoch` (1-based): that of the first piece with epoch <= until_epoch; after the last
-    piece its factor holds, as in the UDN authors' code (UDN §6.2: epochs 401-500 keep the last lr); 1.0 without
-    a schedule."""
+    piece its factor holds, as in the UDN authors' code (`ANazaret/unbounded-depth-neural-networks`,
+    `experiments/supervised-cifar10.py`; UDN §6.2: epochs 401-500 keep the last lr); 1.0 without a schedule."""
     if schedule is None:
         return 1.0
     piece = next((piece for piece in schedule if epoch <= piece["until_epoch"]), schedule[-1])

@@ -88,9 +88,10 @@ class ReinforcedAcquisition:
     the policy; the state is regenerated after each pick from the ranking without that point (the predictor is not
     retrained within an episode, so the moments are those of the episode's start). After retraining, the rewards
     R_improv (the change in the predictive likelihood of each new label) plus R_div (the share of distinct classes
-    among the episode's labels, added to its last action as in the authors' code; the thesis gives it per episode)
-    give one REINFORCE step (`gradient_steps`; RAL_nograd keeps the initial policy). Reinit RAL (`reinitialise`) draws a
-    fresh policy and optimiser before every episode after the first."""
+    among the episode's labels, added to its last action as in the authors' code (`manuelhaussmann/ral`,
+    `exp_mnist.py`); the thesis gives it per episode) give one REINFORCE step (`gradient_steps`; RAL_nograd keeps the
+    initial policy). Reinit RAL (`reinitialise`) draws a fresh policy and optimiser before every episode after the
+    first."""
 
     def __init__(self, num_classes: int, thinning: int, candidates: int, policy_cfg: DictConfig):
         self.thinning, self.candidates, self.num_classes = thinning, candidates, num_classes

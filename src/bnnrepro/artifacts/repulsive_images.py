@@ -4,10 +4,11 @@ ResNet32 (OOD: SVHN), from the `ood_detection` evaluation of every run of study 
 
 Columns (the paper's §4, Table 1): AUROC(H) and AUROC(MD), OOD detection by the predictive entropy and by the members'
 model disagreement; accuracy (%); H_o/H_t and MD_o/MD_t, the mean entropy and disagreement on OOD over test
-inputs; ECE (30 equal-width bins, the authors' code) and NLL (the mean of -log p(y | x), not the code's log of the
-mean). Over seeds: the mean of each per-run metric ± its standard error std / sqrt(seeds) (the paper does
-not say what its ± is; the authors' aggregator divides the std by the number of seeds); the two ratios are
-ratios of seed means, as the authors' `generate_results.py`, ± their delta-method standard error.
+inputs; ECE (30 equal-width bins, the authors' code: `ratschlab/repulsive_ensembles`,
+`training/training_mnist_hyper.py`, `training/training_mnist_corruption.py`) and NLL (the mean of -log p(y | x), not the
+code's log of the mean). Over seeds: the mean of each per-run metric ± its standard error std / sqrt(seeds) (the paper
+does not say what its ± is; the authors' aggregator divides the std by the number of seeds); the two ratios are ratios
+of seed means, as the authors' `generate_results.py`, ± their delta-method standard error.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def table1_note(scale: str) -> str:
     return (
         f"{scale} scale. " + "; ".join(parts) + f". OOD: the first {ood or 'all'} test images of MNIST / SVHN."
         " ± is the standard error over seeds (std/√seeds; the ratios: delta method); the paper does not say"
-        " what its ± is (the authors' code: std/seeds)." + standin
+        " what its ± is (the authors' code, `ratschlab/repulsive_ensembles` `utils/generate_results.py`:"
+        " std/seeds)." + standin
     )
 
 

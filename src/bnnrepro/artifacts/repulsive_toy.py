@@ -97,8 +97,10 @@ def _settings(scale: str, dataset: str) -> str:
 def regression_note(scale: str) -> str:
     return (
         f"{_settings(scale, 'repulsive_toy')}. The paper states no setting; the authors' README: 100 particles, 5000 "
-        "iterations at lr 1e-2 (the paper scale). Gaussian likelihood with std 1 (the code's default) on the code's "
-        "data; HMC (not in the authors' code) is Pyro's NUTS from prior draws, chains run one after another."
+        "iterations at lr 1e-2 (the paper scale). Gaussian likelihood with std 1 (the code's default, "
+        "`ratschlab/repulsive_ensembles` `utils/config.py`) on the code's data "
+        "(`data/toy_regression/generete_regression.py`); HMC (not in the authors' code) is Pyro's NUTS from prior "
+        "draws, chains run one after another."
     )
 
 
@@ -107,9 +109,10 @@ def classification_note(scale: str) -> str:
     protocol = OmegaConf.load(train_config_dir() / "protocol" / f"repulsive_2d_{scale}.yaml")
     grid = OmegaConf.select(protocol, "dataset.entropy_grid", default=grid)
     return (
-        f"{_settings(scale, 'repulsive_2d')}; entropy on a {grid} x {grid} grid over [-20, 20]^2 (code: 300 x 300). "
-        "The paper states no setting; the authors' README: 100 particles, 10000 iterations at lr 1e-2 (the paper "
-        "scale). fWGD/f-SVGD repel the logits on the training minibatch (the code's default repels probabilities: "
+        f"{_settings(scale, 'repulsive_2d')}; entropy on a {grid} x {grid} grid over [-20, 20]^2 (code: 300 x 300, "
+        "`ratschlab/repulsive_ensembles` `experiments/exp_2d_class.py`). The paper states no setting; the authors' "
+        "README: 100 particles, 10000 iterations at lr 1e-2 (the paper scale). fWGD/f-SVGD repel the logits on the "
+        "training minibatch (the code's default, `utils/config.py`, repels probabilities: "
         "config/train/method/posterior_network.yaml says why not)."
     )
 

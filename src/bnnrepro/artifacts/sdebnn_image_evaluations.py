@@ -89,8 +89,9 @@ def sweep_note(scale: str) -> str:
 
 def calibration_note(scale: str) -> str:
     return (
-        f"{scale_note(scale)} 10 equal-width confidence bins (the paper states no count; the authors' code uses "
-        "10), counts pooled over seeds; one posterior draw for the SDE-BNN (Table 2: 1 sample)."
+        f"{scale_note(scale)} 10 equal-width confidence bins (the paper states no count; the authors' code "
+        "(`xwinxu/bayeSDE`, `torchbnn/_impl/utils.py`) uses 10), counts pooled over seeds; one posterior draw for "
+        "the SDE-BNN (Table 2: 1 sample)."
     )
 
 

@@ -25,8 +25,9 @@ PATH_COLOUR = "tab:blue"
 def fig3_note(scale: str) -> str:
     protocol = OmegaConf.load(train_config_dir() / "protocol" / f"sdebnn_two_obs_{scale}.yaml")
     return (
-        f"{scale} scale: {protocol.train.epochs} Adam steps of 20 paths (the authors' script: 300; the paper states "
-        "no settings). The script's KL weight 0.2/3, but the ELBO instead of its importance-weighted bound. Both "
+        f"{scale} scale: {protocol.train.epochs} Adam steps of 20 paths (the authors' script, `xwinxu/bayeSDE` "
+        "`examples/torch/sdebnn_toy1d.py`: 300; the paper states no settings). The script's KL weight 0.2/3, but the "
+        "ELBO instead of its importance-weighted bound. Both "
         "observations are of z_3 (as in the script); the joint is drawn at the interval's ends t0 = 0, t1 = 3."
     )
 
@@ -37,8 +38,9 @@ def fig4_note(scale: str) -> str:
     steps = sorted({dict(run.hparams)["train.epochs"] for run in runs})
     seeds = sorted({run.seed for run in runs})
     return (
-        f"{scale} scale: variance after {', '.join(map(str, steps))} training steps (the authors' script: up to "
-        f"3000), {hparams['method.gradient_samples']} single-path gradient draws per estimator (script: 2000), "
+        f"{scale} scale: variance after {', '.join(map(str, steps))} training steps (the authors' script, "
+        f"`xwinxu/bayeSDE` `examples/grad_check/stl.py`: up to 3000), {hparams['method.gradient_samples']} "
+        "single-path gradient draws per estimator (script: 2000), "
         f"Euler-Maruyama dt {hparams['method.dt']} (script: 3e-3), {len(seeds)} seed(s). Data: the script's "
         "segmented cosine, not the paper's unspecified 'exponentiated Brownian motion'."
     )

@@ -147,13 +147,14 @@ def table52_note(scale: str) -> str:
         else "the first images of the training and test splits (config/train/protocol/<dataset>_<scale>.yaml)"
     )
     return (
-        f"{scale} scale. {'; '.join(parts)} (thesis: epochs not stated; ours at paper: 40, the authors' code's CIFAR-5 "
-        f"length), batches of 100, Adam lr 1e-3, five samples wherever a model samples, on {subsets}. OOD: "
+        f"{scale} scale. {'; '.join(parts)} (thesis: epochs not stated; ours at paper: 40, the authors' code's "
+        "(`manuelhaussmann/bedl`, `exp_classification.py`) CIFAR-5 length), batches of 100, Adam lr 1e-3, five "
+        f"samples wherever a model samples, on {subsets}. OOD: "
         f"{f'the first {ood}' if ood else 'all'} test images of Fashion-MNIST / CIFAR-10 classes 5-9 (the split is "
-        "not stated). VarOut and DVI: prior precision 10 (not stated; the authors' code). ECDF-AUC: the "
-        "area under the empirical CDF of the predictive entropies over [0, log C] (= log C - mean entropy; the range "
-        "is not stated). ± is the standard error over seeds (the thesis reports single runs)."
-        + standin_note(scale, "MNIST, Fashion-MNIST and CIFAR-10")
+        "not stated). VarOut and DVI: prior precision 10 (not stated; the authors' code, `manuelhaussmann/bedl` "
+        "`exp_classification_archs.py`). ECDF-AUC: the area under the empirical CDF of the predictive entropies over "
+        "[0, log C] (= log C - mean entropy; the range is not stated). ± is the standard error over seeds (the "
+        "thesis reports single runs)." + standin_note(scale, "MNIST, Fashion-MNIST and CIFAR-10")
     )
 
 

@@ -124,7 +124,7 @@ def cifar10_predictor(context: ArtifactContext) -> pd.DataFrame:
         "moments between them, whose 50 outputs are probit-marginalised and normalised over the candidates (eq. 4.5). "
         "Output shapes: mean and variance per unit; parameters: the mean network's weights and biases, and a mean and "
         "a log-variance per weight and bias. The thesis conflicts on the hidden width: §4.3.1's text says 500 units "
-        "per layer, Table 4.5 and the authors' code 256; ours: 256."
+        "per layer, Table 4.5 and the authors' code (`manuelhaussmann/ral`, `policy.py`) 256; ours: 256."
     ),
 )
 def policy_net(context: ArtifactContext) -> pd.DataFrame:

@@ -42,7 +42,8 @@ def scale_note(scale: str) -> str:
     models = ", ".join(study.grid_values(scale, "method"))
     return (
         f"{scale} scale: sets {', '.join(sets)}; splits {splits}; models {models}; "
-        f"{', '.join(map(str, epochs))} epochs (the authors' code: 1000). Test RMSE in the targets' original units "
+        f"{', '.join(map(str, epochs))} epochs (the authors' code, `ANazaret/unbounded-depth-neural-networks` "
+        "`experiments/supervised_uci.py`: 1000). Test RMSE in the targets' original units "
         "(the authors' code reports it on standardised targets), at the epoch with the lowest validation RMSE; "
         "error bars: the standard deviation over splits."
     )

@@ -2,9 +2,10 @@
 [B, H, W] for grey images (bnnrepro.models.image_layout).
 
 crop_flip: pad 4 pixels on every side, crop back to H x W at a random offset, flip left-right with probability 1/2
-(He et al. 2016 §4.2; the UDN authors' code for UDN §6.2: torchvision's RandomCrop(32, padding=4) and
-RandomHorizontalFlip). torchvision pads the raw image with black before normalising it, so the padding here, of
-normalised images, is a black pixel's normalised value (`black_pixel`).
+(He et al. 2016 §4.2; the UDN authors' code (`ANazaret/unbounded-depth-neural-networks`, `experiments/load_data.py`)
+for UDN §6.2: torchvision's RandomCrop(32, padding=4) and RandomHorizontalFlip). torchvision pads the raw image with
+black before normalising it, so the padding here, of normalised images, is a black pixel's normalised value
+(`black_pixel`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The 2D classification task of repulsive deep ensembles (D'Angelo & Fortuin 2021, Fig. 3).
 
 The paper only says "two-dimensional synthetic classification setting" (an "origin region" with aleatoric
-uncertainty between the classes). The data, from the authors' code (`generate_twod_gaussian`, `twod_gaussian`):
+uncertainty between the classes). The data, from the authors' code (`ratschlab/repulsive_ensembles`,
+`experiments/exp_2d_class.py`; `generate_twod_gaussian`, `twod_gaussian`):
 5 classes, each an isotropic Gaussian with standard deviation 1 centred on a circle of radius 5 at angles
 pi/2 + 2 pi k / 5; 40 training and 20 test points per class. Inputs float32 [N, 2], labels int64 [N] in class-blocked
 order (class 0 first), as the code stores them; training loaders shuffle.
@@ -32,7 +33,8 @@ def sample_classes(
 
 
 def input_grid(size: int = 300, low: float = -20.0, high: float = 20.0) -> np.ndarray:
-    """[size * size, 2] float32 grid of the entropy maps: the code's 300 x 300 mesh on [-20, 20]^2 (x1 fastest)."""
+    """[size * size, 2] float32 grid of the entropy maps: the code's (`ratschlab/repulsive_ensembles`,
+    `experiments/exp_2d_class.py`) 300 x 300 mesh on [-20, 20]^2 (x1 fastest)."""
     axis = np.linspace(low, high, size)
     x1, x2 = np.meshgrid(axis, axis)
     return np.stack([x1.ravel(), x2.ravel()], axis=1).astype(np.float32)
@@ -41,7 +43,8 @@ def input_grid(size: int = 300, low: float = -20.0, high: float = 20.0) -> np.nd
 def sample_ood(
     rng: np.random.Generator, n_center: int = 50, n_ring: int = 200, ring: tuple[float, float] = (11.0, 30.0)
 ) -> np.ndarray:
-    """The code's out-of-distribution inputs (computed but not reported in the paper), float32 [n_center + n_ring, 2].
+    """The code's (`ratschlab/repulsive_ensembles`, `experiments/exp_2d_class.py`) out-of-distribution inputs (computed
+    but not reported in the paper), float32 [n_center + n_ring, 2].
 
     n_center points from N(0, 0.4 I) (0.4 a covariance, as torch's MultivariateNormal argument) and n_ring points
     uniform (in area) on the annulus ring[0] <= r <= ring[1].
@@ -62,7 +65,8 @@ def generate(
     radius: float = 5.0,
     std: float = 1.0,
 ) -> Splits:
-    """Train/validation/test samples of the five-Gaussians task (repulsive ensembles Fig. 3, from the code).
+    """Train/validation/test samples of the five-Gaussians task (repulsive ensembles Fig. 3, from the code:
+    `ratschlab/repulsive_ensembles`, `experiments/exp_2d_class.py`).
 
     Neither paper nor code has a validation set: n_val_per_class = 0 gives empty x_val [0, 2], y_val [0]; a positive
     value draws that many further points per class. The entropy-map grid and the OOD points are not splits: see

@@ -7,7 +7,8 @@ does: it stores the state before each update, so the last recorded observation i
 
 Data layout written by the generators (both systems):
     x_<split>: float32 [n_chunks, chunk_len, P + 1], consecutive observation windows, the last column the time t
-               (the authors' Lorenz code stores t as a 4th column; we do the same for Lotka-Volterra);
+               (the authors' Lorenz code, `manuelhaussmann/bnsde` `lorenz.py`, stores t as a 4th column; we do
+               the same for Lotka-Volterra);
     y_<split>: float32 [n_chunks, chunk_len, P], the states of the same window (x_<split>[..., :P]).
 A forecasting model starts from the window's first observation x[:, 0, :P], simulates on the time grid x[:, :, -1]
 and is scored against y over the whole window (bnsde's training and test protocol: start from the observed y_0,
@@ -30,7 +31,8 @@ LV_DIFFUSION = (0.2, 0.3)
 # Not stated in the thesis: one unit of prey above the coexistence equilibrium (t3/t4, t1/t2) = (4, 2).
 LV_X0 = (5.0, 2.0)
 
-# Stochastic Lorenz, thesis Sec. 6.4.2 (zeta, kappa, rho there): the thesis prints rho = 2.67; the code uses 8/3.
+# Stochastic Lorenz, thesis Sec. 6.4.2 (zeta, kappa, rho there): the thesis prints rho = 2.67; the code
+# (`manuelhaussmann/bnsde`, `lorenz.py`) uses 8/3.
 LORENZ_SIGMA, LORENZ_RHO, LORENZ_BETA = 10.0, 28.0, 8.0 / 3.0
 LORENZ_X0 = (1.0, 1.0, 28.0)
 
@@ -120,8 +122,8 @@ def simulate_stochastic_lorenz(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stochastic Lorenz by EM (thesis Sec. 6.4.2 and 6.6.3): 2e5 steps of 1e-4 from (1, 1, 28), every 100th kept.
 
-    Unit diffusion on each coordinate (G = I). The authors' code runs 1e6 steps (t in [0, 100), 10,000
-    observations); the thesis 2e5 (2000 observations), which is the default here.
+    Unit diffusion on each coordinate (G = I). The authors' code (`manuelhaussmann/bnsde`, `lorenz.py`) runs 1e6 steps
+    (t in [0, 100), 10,000 observations); the thesis 2e5 (2000 observations), which is the default here.
     Returns (t [n_obs], states [n_obs, *x0.shape]).
     """
     return euler_maruyama(
@@ -225,10 +227,10 @@ def generate_lorenz(
     the training and the test data into 20 sequences of length 24" (Sec. 6.4.2; Table 6.1 is a "24-step ahead"
     error). Sec. 6.6.3 instead says 20 x 50 for training and 10 x 100 for testing: set train_len=50, n_test=10,
     test_len=100. Choices where the thesis is silent:
-      * the 20 x 24 windows are the first 480 observations of each half: train from t = 0 (as the authors' code),
-        test from observation test_start = 1000, t = 10 (the thesis's test half; the code instead takes the 480
-        observations right after the training ones, i.e. test_start=480, on a 1e6-step, 10,000-observation path:
-        n_steps=1_000_000);
+      * the 20 x 24 windows are the first 480 observations of each half: train from t = 0 (as the authors' code,
+        `manuelhaussmann/bnsde` `lorenz.py`), test from observation test_start = 1000, t = 10 (the thesis's test half;
+        the code instead takes the 480 observations right after the training ones, i.e. test_start=480, on a 1e6-step,
+        10,000-observation path: n_steps=1_000_000);
       * no validation data in the thesis or code; n_val > 0 windows are taken right after the training windows;
       * series_seed: the seed of the simulated path when given (then every run seed gets the same series, and the
         repetitions of a study differ only in their models' draws), else the run's seed.

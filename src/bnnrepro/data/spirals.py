@@ -26,8 +26,8 @@ def generate(omega: float, seed: int, n_train: int, n_val: int, n_test: int, noi
     """Independent train, validation and test samples of D(omega) ("each 1024 samples", App. B.1).
 
     One generator seeded by (seed, omega) draws the three splits in turn, so that every run and
-    every omega gets its own sample (the authors' code reuses seed s+1 for run s's validation set
-    and run s+1's training set; we do not).
+    every omega gets its own sample (the authors' code, `ANazaret/unbounded-depth-neural-networks`
+    `experiments/load_data.py`, reuses seed s+1 for run s's validation set and run s+1's training set; we do not).
     """
     rng = np.random.default_rng(np.random.SeedSequence([seed, int(round(omega * 1000))]))
     arrays = {}

@@ -21,8 +21,9 @@ SplitRows = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def seeded_split(num_rows: int, split: int, train_fraction: float, val_fraction: float) -> SplitRows:
-    """(train, val, test) rows: numpy's legacy RandomState(split) shuffle of all rows (the UDN authors' code), the
-    first floor(train_fraction N) for training, the next round(val_fraction N) for validation, the rest for test."""
+    """(train, val, test) rows: numpy's legacy RandomState(split) shuffle of all rows (the UDN authors' code,
+    `ANazaret/unbounded-depth-neural-networks` `experiments/load_data.py`), the first floor(train_fraction N) for
+    training, the next round(val_fraction N) for validation, the rest for test."""
     if not (train_fraction > 0 and val_fraction >= 0 and train_fraction + val_fraction < 1):
         raise ValueError(
             f"train_fraction={train_fraction}, val_fraction={val_fraction}: both must be >= 0 (train > 0) and sum "

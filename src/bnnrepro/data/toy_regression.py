@@ -2,7 +2,8 @@
 repulsive-ensembles toy (D'Angelo & Fortuin 2021, Fig. 1).
 
 Inputs x and targets y are float32 [N, 1]. The test split is a dense, noise-free grid of the true function, the
-grid the figures draw the predictive over (the authors' code does the same for both works).
+grid the figures draw the predictive over (the authors' code does the same for both works: `xwinxu/bayeSDE`
+`examples/jax/sdebnn_toy1d.py`, `ratschlab/repulsive_ensembles` `data/toy_regression/generete_regression.py`).
 """
 
 from __future__ import annotations
@@ -94,11 +95,12 @@ def generate_repulsive_toy(
 ) -> Splits:
     """The 1D regression of repulsive deep ensembles, Fig. 1 ("two clusters of training data points").
 
-    The paper states neither function, sizes nor noise. From the authors' code (`generete_regression.py`,
-    task_set=4, `ToyRegression`): y = x sin x + N(0, 0.25^2); 90 training inputs, 45 uniform on [1.5, 2.5] and
-    45 uniform on [4.5, 6.0]; test = 100 evenly spaced noise-free points on [0, 7] (the grid Fig. 1's predictive
-    is drawn on); validation = 100 evenly spaced noise-free points on [2, 6] (created by the code, not used by the
-    paper; n_val=0 gives empty [0, 1] arrays). The code seeds with data_random_seed = 42; here `seed`.
+    The paper states neither function, sizes nor noise. From the authors' code (`ratschlab/repulsive_ensembles`,
+    `data/toy_regression/generete_regression.py`, task_set=4, `ToyRegression`): y = x sin x + N(0, 0.25^2); 90 training
+    inputs, 45 uniform on [1.5, 2.5] and 45 uniform on [4.5, 6.0]; test = 100 evenly spaced noise-free points on [0, 7]
+    (the grid Fig. 1's predictive is drawn on); validation = 100 evenly spaced noise-free points on [2, 6] (created by
+    the code, not used by the paper; n_val=0 gives empty [0, 1] arrays). The code seeds with data_random_seed = 42; here
+    `seed`.
     """
     if n_train % len(REPULSIVE_CLUSTERS):
         raise ValueError(f"n_train={n_train} must split evenly over {len(REPULSIVE_CLUSTERS)} clusters")

@@ -56,7 +56,8 @@ def split_indices(data: Mapping[str, np.ndarray], split: int, protocol: str, val
         n_val = int(round(val_fraction * len(train)))
         return train[: len(train) - n_val], train[len(train) - n_val :], test
     if protocol == "udn":
-        # floor for train, rounding for validation: the split sizes of the UDN authors' code (App. B.4's 80/10/10, e.g.
+        # floor for train, rounding for validation: the split sizes of the UDN authors' code
+        # (`ANazaret/unbounded-depth-neural-networks`, `experiments/load_data.py`; App. B.4's 80/10/10, e.g.
         # boston 404/51/51, kin8nm 6553/819/820)
         return seeded_split(len(data["y"]), split, 0.8, 0.1)
     raise ValueError(f"unknown UCI protocol {protocol!r}; choose standard or udn")

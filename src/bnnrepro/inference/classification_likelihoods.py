@@ -8,10 +8,10 @@ scores that active learning reads from them (§4.3: Maxent, BALD).
 
 Each likelihood maps outputs f to its per-class probabilities, and probabilities to the entropy of the predictive
 distribution they define over its own label space (one class of C; or C independent bits: the sum of the bits'
-binary entropies, as the authors' code ranks by), to the likelihood of an observed class, and to probabilities
-over the C classes normalised for the accuracy/NLL/ECE metrics (the probit's C bits normalised as the policy's
-probit outputs are in eq. 4.5). Shapes: outputs and probabilities [..., C], labels [...] (class indices, broadcast
-against the outputs' leading axes, e.g. [N] against S draws [S, N, C]).
+binary entropies, as the authors' code (`manuelhaussmann/ral`, `exp_mnist.py`) ranks by), to the likelihood of an
+observed class, and to probabilities over the C classes normalised for the accuracy/NLL/ECE metrics (the probit's C bits
+normalised as the policy's probit outputs are in eq. 4.5). Shapes: outputs and probabilities [..., C], labels [...]
+(class indices, broadcast against the outputs' leading axes, e.g. [N] against S draws [S, N, C]).
 """
 
 from __future__ import annotations
@@ -75,8 +75,9 @@ class MultiLabelProbit:
     @staticmethod
     def entropy(probabilities: torch.Tensor) -> torch.Tensor:
         """sum_c H(Ber(p_c)): the entropy of the C independent bits the likelihood defines. §4.3 writes Maxent's H
-        for a categorical p(y = c); the probit model's predictive is not one, and the authors' code ranks by this
-        sum (our choice, the exact entropy of the model's own predictive)."""
+        for a categorical p(y = c); the probit model's predictive is not one, and the authors' code
+        (`manuelhaussmann/ral`, `exp_mnist.py`) ranks by this sum (our choice, the exact entropy of the model's own
+        predictive)."""
         return binary_entropy(probabilities).sum(-1)
 
     @staticmethod

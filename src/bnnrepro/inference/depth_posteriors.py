@@ -29,9 +29,10 @@ class TruncatedPoisson(nn.Module):
     q(l; lambda) is proportional to lambda^(l-1) / (l-1)! for l - 1 <= Q_delta(lambda), the
     delta-quantile of Poisson(lambda), and zero beyond. The paper writes q over l without the shift
     that its prior has (l - 1 ~ Poisson); we shift q like the prior so that l = 1 carries mass (the
-    authors' code does the same). lambda = softplus(rho) keeps lambda > 0 (parametrisation not
-    stated in the paper). The support keeps at least the two depths floor(lambda) + 1 and
-    floor(lambda) + 2, so that lambda always has a gradient; this changes m only for lambda < 0.052.
+    authors' code, `ANazaret/unbounded-depth-neural-networks` `src/models.py`, does the same). lambda =
+    softplus(rho) keeps lambda > 0 (parametrisation not stated in the paper). The support keeps at least the two
+    depths floor(lambda) + 1 and floor(lambda) + 2, so that lambda always has a gradient; this changes m only for
+    lambda < 0.052.
     """
 
     def __init__(self, initial_rate: float, quantile: float = 0.95, depth_limit: int = 1000):

@@ -3,7 +3,7 @@ maximum mean discrepancy under it (their Fig. F.1).
 
 k(x, y) = exp(-||x - y||^2 / h) on points stacked as rows ([n, d]: particles in weight space, or flattened function
 values pi_B(f) in function space). Gradients are in closed form, not autograd, and h is treated as a constant (no
-gradient flows through the bandwidth, as in the authors' code).
+gradient flows through the bandwidth, as in the authors' code, `ratschlab/repulsive_ensembles` `utils/kernel.py`).
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ def median_heuristic_bandwidth(squared: torch.Tensor) -> torch.Tensor:
     the median of the n(n-1)/2 distances ||x_i - x_j|| (i < j).
 
     The paper uses "the popular median heuristic [51]" without a formula (§3.4); this is the
-    formula of its reference, Liu & Wang (2016), for the kernel exp(-||x - y||^2 / h). The authors' code instead
-    uses median(d^2) over all n^2 pairs (diagonal zeros included) and log(n + 1). The median of an even number of
-    distances is the mean of the two middle ones (numpy's). A single point has no pairs, and every h gives it
-    k = 1 and zero gradient: h = 1 then. h is clamped below at the dtype's smallest normal number, so that
-    coincident points give k = 1 rather than 0/0. No gradient flows through h.
+    formula of its reference, Liu & Wang (2016), for the kernel exp(-||x - y||^2 / h). The authors' code
+    (`ratschlab/repulsive_ensembles`, `utils/kernel.py`) instead uses median(d^2) over all n^2 pairs (diagonal zeros
+    included) and log(n + 1). The median of an even number of distances is the mean of the two middle ones
+    (numpy's). A single point has no pairs, and every h gives it k = 1 and zero gradient: h = 1 then. h is clamped
+    below at the dtype's smallest normal number, so that coincident points give k = 1 rather than 0/0. No gradient
+    flows through h.
     """
     n = squared.shape[0]
     if n < 2:

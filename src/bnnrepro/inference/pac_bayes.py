@@ -15,7 +15,7 @@ def check_delta(delta: float) -> None:
     if not 0.0 < delta < 1.0:
         raise ValueError(
             f"delta is {delta}; the PAC bound holds with probability 1 - delta, so delta must lie in (0, 1) "
-            "(the authors' code uses 0.05)"
+            "(the authors' code, `manuelhaussmann/bnsde` `bsde.py`, uses 0.05)"
         )
 
 
@@ -37,6 +37,7 @@ DATA_TERMS = {"log_mean_exp": log_mean_exp_data_term, "mean_log": mean_log_data_
 def pac_complexity(kl: torch.Tensor, num_train: int, delta: float) -> torch.Tensor:
     """C_delta = sqrt((KL(Q || P) + log(4 sqrt(N) / delta)) / (2N)) of Theorem 1 and Algorithm 2, where N is the
     number of training trajectories. (The thesis' eq. 6.16 adds it to a maximised log-likelihood, a sign typo; the
-    authors' code has log(2 sqrt(N) / delta); we follow the theorem and Algorithm 2.)"""
+    authors' code (`manuelhaussmann/bnsde`, `bsde.py`) has log(2 sqrt(N) / delta); we follow the theorem and
+    Algorithm 2.)"""
     check_delta(delta)
     return torch.sqrt((kl + math.log(4.0 * math.sqrt(num_train) / delta)) / (2.0 * num_train))

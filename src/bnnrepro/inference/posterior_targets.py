@@ -2,10 +2,10 @@
 
 Two kinds of target, both over vectors stacked as rows [n, d] ("particles" of an ensemble, or HMC draws):
   * `NetworkPosterior`: the weight posterior of an MLP, p(w | D) ∝ prod_b p(y_b | f(x_b; w)) N(w; 0, prior_variance I)
-    (D'Angelo & Fortuin 2021, §3.1; the prior variance is a variance, not the authors' code's standard deviation), for
-    the 1D regression of Fig. 1 and the 2D classification of Fig. 3. Scores come from the inference library's one
-    vmapped forward (bnnrepro.inference.repulsive), in weight space and, through each particle's Jacobian, in
-    function space (eq. 5).
+    (D'Angelo & Fortuin 2021, §3.1; the prior variance is a variance, not the authors' code's standard deviation:
+    `ratschlab/repulsive_ensembles`, `utils/distributions.py`), for the 1D regression of Fig. 1 and the 2D
+    classification of Fig. 3. Scores come from the inference library's one vmapped forward
+    (bnnrepro.inference.repulsive), in weight space and, through each particle's Jacobian, in function space (eq. 5).
   * `SamplingTarget`: an explicit 2D density, the single Gaussian of Fig. 2 or Neal's funnel of Fig. F.1. Such a
     target has no x/y data. Its run reads a dataset file (bnnrepro.data.sampling_targets) whose training inputs are
     the particles' starting points (the authors' notebook's initialisation) and whose test inputs are exact samples
@@ -63,7 +63,8 @@ def input_chunks(x: torch.Tensor, members: int) -> tuple[torch.Tensor, ...]:
 
 
 class GaussianLogLikelihood:
-    """log N(y | f, std^2 I) of each example, summed over output dimensions (regression; std as the authors' code)."""
+    """log N(y | f, std^2 I) of each example, summed over output dimensions (regression; std as the authors' code,
+    `ratschlab/repulsive_ensembles` `utils/distributions.py`)."""
 
     def __init__(self, std: float):
         self.std = std
@@ -156,7 +157,8 @@ class NetworkPosterior(nn.Module):
         self, weights: torch.Tensor, outputs: torch.Tensor, y: torch.Tensor, num_train: int
     ) -> torch.Tensor:
         """log p(w_i | D) + const [n] from the outputs [n, m, out] on a batch: num_train times the batch's mean
-        log-likelihood (as the authors' code) plus the log prior."""
+        log-likelihood (as the authors' code, `ratschlab/repulsive_ensembles` `utils/distributions.py`) plus the log
+        prior."""
         batch_log_likelihood = vmap(lambda f: self.log_likelihood(f, y).mean())(outputs)
         return num_train * batch_log_likelihood - weights.square().sum(1) / (2 * self.prior_variance)
 

@@ -1,17 +1,18 @@
 """Update directions of deep ensembles, WGD, SVGD and their function-space versions (D'Angelo & Fortuin 2021).
 
 Each rule returns the ascent direction phi of eq. (2), w_i <- w_i + eps_t phi(w_i), for all particles at once. The
-paper's equations are Euler steps and it states no step size; the authors' code (repulsive_ensembles) instead feeds
--phi to Adam as the gradient. Both are the caller's choice: `particles += lr * phi`, or `particles.grad = -phi` and
-an Adam step.
+paper's equations are Euler steps and it states no step size; the authors' code (`ratschlab/repulsive_ensembles`,
+`methods/WGD.py`, `methods/SVGD.py`) instead feeds -phi to Adam as the gradient. Both are the caller's choice:
+`particles += lr * phi`, or `particles.grad = -phi` and an Adam step.
 
 Weight space: particles [n, d] (each row a network's parameters, flattened as by `parameters_to_vector`) and the
 gradients of log p(w_i | D) [n, d]. Function space: the outputs f(X_B; w_i) [n, m, out] of every particle on a batch
 of m inputs B (the canonical projection pi_B of Def. 1; B is a training minibatch, §2.2), the function-space scores
 grad_f log p(f_i | D) [n, m, out], and the pull-back cotangents [n, m, out] -> J_i^T cotangents [n, d] of eq. (5).
 The outputs are whatever the network returns (logits or probabilities: not stated in the paper).
-The weight prior is N(0, prior_variance I), prior_variance a variance (the paper's reading; the authors' code passes
-it as the standard deviation). Gradients of the whole ensemble come from one vmapped functional_call.
+The weight prior is N(0, prior_variance I), prior_variance a variance (the paper's reading; the authors' code
+(`ratschlab/repulsive_ensembles`, `utils/distributions.py`) passes it as the standard deviation). Gradients of the
+whole ensemble come from one vmapped functional_call.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def svgd_direction(
 
     Eq. (6) as printed has grad log p(x_i) in the sum and no 1/n. We take the standard form of its reference
     [51], which the paper's own critique of SVGD (kernel-averaged posterior gradients, §2.3), its eq. (7) (with
-    1/n) and the authors' code all use. The bandwidth is the particles' median heuristic unless given.
+    1/n) and the authors' code (`ratschlab/repulsive_ensembles`, `methods/SVGD.py`) all use. The bandwidth is the
+    particles' median heuristic unless given.
     """
     kernel, h = rbf_gram(particles, bandwidth)
     # sum_j grad_{x_j} k(x_j, x_i) = -sum_j grad_{x_i} k(x_i, x_j) for the stationary kernel
@@ -115,9 +117,10 @@ def log_posterior_grads(
     """grad_w log p(w_i | D) for every particle [n, d], and the outputs [n, m, out], from one vmapped forward.
 
     log p(w | D) = num_train * mean_b log p(y_b | f(x_b; w)) - ||w||^2 / (2 prior_variance) + const: the minibatch
-    likelihood rescaled to the training set (as the authors' code) and the Gaussian prior N(0, prior_variance I).
-    `prior_variance` is one variance, or one per particle [n] (hyper-deep ensembles, a Table 1 baseline the paper
-    does not describe: members with different priors, as in the authors' code).
+    likelihood rescaled to the training set (as the authors' code, `ratschlab/repulsive_ensembles`
+    `utils/distributions.py`) and the Gaussian prior N(0, prior_variance I). `prior_variance` is one variance, or one
+    per particle [n] (hyper-deep ensembles, a Table 1 baseline the paper does not describe: members with different
+    priors, as in the authors' code, `training/training_mnist_hyper.py`).
     """
     unflatten = unflatten_parameters(model)
     variances = torch.as_tensor(prior_variance, dtype=particles.dtype, device=particles.device)
@@ -175,9 +178,10 @@ def function_space_scores(
     """grad_f log p(f_i | D) = grad_f log p(y | f_i) + grad_f log p(f_i) on the batch, for every particle [n, m, out].
 
     The likelihood term is num_train * mean_b log p(y_b | f_b), as in weight space; the prior term is
-    `functional_prior_score` on `prior_outputs` (see `sample_prior_outputs`; the authors' code draws as many as there
-    are particles), or left out when they are None. The weight prior does not enter: in function space the
-    push-forward prior takes its place (as in the authors' f_WGD and f_s_SVGD).
+    `functional_prior_score` on `prior_outputs` (see `sample_prior_outputs`; the authors' code,
+    `ratschlab/repulsive_ensembles` `methods/WGD.py`, draws as many as there are particles), or left out when they are
+    None. The weight prior does not enter: in function space the push-forward prior takes its place (as in the authors'
+    f_WGD and f_s_SVGD).
     """
     scores = vmap(grad(lambda f: num_train * log_likelihood(f, targets).mean()))(outputs)
     return scores if prior_outputs is None else scores + functional_prior_score(outputs, prior_outputs)

@@ -25,7 +25,7 @@ ScoreEstimator = Callable[[torch.Tensor], torch.Tensor]
 
 STEIN_RIDGE = 0.01
 """eta of SGE (eq. 16) and SSGE: "a small constant" in the paper (§3.2); 0.01 in the authors' code
-(repulsive_ensembles)."""
+(`ratschlab/repulsive_ensembles`, `methods/WGD.py`)."""
 
 
 def _gram(samples: torch.Tensor, bandwidth: Bandwidth | None) -> tuple[torch.Tensor, torch.Tensor, Bandwidth]:
@@ -60,7 +60,8 @@ def ssge_score(
     formula in the module docstring.
 
     The J = `num_eigenfunctions` largest eigenpairs of K + eta I are used (default: all n). The paper states neither
-    J nor a ridge for SSGE (eq. 17 has none, i.e. eta = 0); the defaults are the authors' code's. The kernel
+    J nor a ridge for SSGE (eq. 17 has none, i.e. eta = 0); the defaults are the authors' code's
+    (`ratschlab/repulsive_ensembles`, `utils/SSGE_squeeze.py`). The kernel
     and its bandwidth, the samples' median heuristic unless given, are the same at the samples and at `points`
     (the authors' code recomputes the median heuristic on the distances between points and samples, a code detail).
     """

@@ -1,7 +1,7 @@
 """The BNN drift f_theta(h, t) of a Bayesian neural SDE (thesis §6.2.1, eqs. 6.3 and 6.5): an MLP whose weights have
 the mean-field Gaussian q = p_phi(theta) (§6.2.2), or point weights (the SGLD baseline, Look & Kandemir 2019). With
-`time_input` the network reads the time beside the state, as the thesis writes it (and the authors' code feeds t to
-its BNN); without, f_theta(h) is autonomous.
+`time_input` the network reads the time beside the state, as the thesis writes it (and the authors' code,
+`manuelhaussmann/bnsde` `bsde.py`, feeds t to its BNN); without, f_theta(h) is autonomous.
 
 How a solve draws theta is `weight_sampling`:
 - "local_reparameterisation": every evaluation draws each unit's pre-activation from its Gaussian marginal

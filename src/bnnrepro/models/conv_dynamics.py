@@ -4,10 +4,11 @@
 The network is x -> 2 zero channels (ANODE augmentation) -> stages of continuous-depth blocks, an invertible
 space-to-depth squeeze between stages -> flatten -> linear logits. "# blocks" in Table 2 lists the blocks per
 stage: MNIST "1" (one block at 28x28x3), CIFAR-10 "2-2-2" (3 stages of 2 blocks: 32x32x5 -> 16x16x20 ->
-8x8x80), read as the authors' JAX code (bayeSDE) does: each block has its own weight process over t in
-[0, 1] (its own w_0, drift net and path KL, the KLs summed), and the "-" between stages is the squeeze of Dinh
-et al. (2016) named in §5.2, not a learned convolution (the Table 2 caption's alternative; the paper is ambiguous).
-The head is flatten + linear (the authors' JAX code: Flatten -> Dense(10)), a point estimate in every model.
+8x8x80), read as the authors' JAX code (`xwinxu/bayeSDE`, `examples/jax/sdebnn_classification.py`) does: each block has
+its own weight process over t in [0, 1] (its own w_0, drift net and path KL, the KLs summed), and the "-" between stages
+is the squeeze of Dinh et al. (2016) named in §5.2, not a learned convolution (the Table 2 caption's alternative; the
+paper is ambiguous). The head is flatten + linear (the authors' JAX code, `xwinxu/bayeSDE`
+`examples/jax/sdebnn_classification.py`: Flatten -> Dense(10)), a point estimate in every model.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class TimeConv:
 
 
 class ConvHiddenDynamics(HiddenDynamics):
-    """f_h(t, h, w) for images (SDE-BNN paper §5.2; the authors' code, bayeSDE `arch.build_fx` block type 0):
+    """f_h(t, h, w) for images (SDE-BNN paper §5.2; the authors' code, `xwinxu/bayeSDE`
+    `brax/_impl/arch.py` `build_fx` block type 0):
 
         conv 3x3 (C -> width) -> act -> conv 3x3 stride 2 -> act -> transposed conv 3x3 stride 2 -> act
         -> conv 3x3 (width -> C)

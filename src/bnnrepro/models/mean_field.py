@@ -16,8 +16,8 @@ from torch.nn import functional as F
 
 from bnnrepro.distributions import gaussian_kl, gaussian_sample
 
-PRIOR_VARIANCE = 0.01  # N(0, 0.1^2), the authors' code (bayeSDE, brax.MeanField)
-INITIAL_LOG_STD = -4.0  # the authors' code (bayeSDE, brax.MeanField)
+PRIOR_VARIANCE = 0.01  # N(0, 0.1^2), the authors' code (`xwinxu/bayeSDE`, `brax/_impl/brax.py` brax.MeanField)
+INITIAL_LOG_STD = -4.0  # the authors' code (`xwinxu/bayeSDE`, `brax/_impl/brax.py` brax.MeanField)
 
 
 class MeanField:

@@ -32,7 +32,8 @@ from bnnrepro.models.image_layout import channels_first
 
 INITIAL_LOG_VARIANCE = (-9.0, 1e-3)
 """log sigma^2 ~ N(-9, 1e-3) at initialisation (thesis §3.5.4 and §5.8.2.1, after Louizos & Welling 2017). Whether
-1e-3 is a variance or a standard deviation is not stated; as the authors' code, the standard deviation."""
+1e-3 is a variance or a standard deviation is not stated; as the authors' code (`manuelhaussmann/vbp` `VBPLayer.py`,
+`manuelhaussmann/bedl` `CLTLayer.py`), the standard deviation."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class LayerShape:
     @property
     def fan_in(self) -> int:
         """Inputs per output unit: in_size for a linear map, in_channels * k * k for a k x k convolution (the
-        authors' VBP code uses in_channels * prod(1..k-1), a bug we do not copy)."""
+        authors' VBP code, `manuelhaussmann/vbp` `VBPLayer.py`, uses in_channels * prod(1..k-1), a bug we do not
+        copy)."""
         return self.in_size * max(self.kernel, 1) ** 2
 
 

@@ -7,8 +7,8 @@ n = 5 for ResNet32 (0.46M parameters), n = 1 for ResNet8.
 
 Choices (the paper says only "standard residual networks"):
 
-* no normalisation, as in every SDE-BNN model (SDE-BNN paper §6; the authors' code, bayeSDE `resnet32v2` with
-  `normalization_method=""`);
+* no normalisation, as in every SDE-BNN model (SDE-BNN paper §6; the authors' code, `xwinxu/bayeSDE`
+  `brax/_impl/resnet.py`: `resnet32v2` with `normalization_method=""`);
 * pre-activation blocks x + conv(act(conv(act(x)))) as the authors' `resnet32v2` (He et al. 2016b), the residual
   form h + f(h) of SDE-BNN paper eq. 7;
 * tanh, Table 2's activation for ResNet32; the authors' code uses ReLU, available as `activation`;

@@ -1,8 +1,8 @@
 """How a BNSDE's state h meets an observed sequence: where the solve starts, on which time grid, and what it predicts.
 
 - `ObservedState` (Lotka-Volterra, Lorenz; thesis §6.4.1-6.4.2): the state is the observation. The solve starts
-  from the window's first observation (as the authors' code; p(h_0) is not stated) on the window's time column
-  (bnnrepro.data.dynamics: the last column of x is t).
+  from the window's first observation (as the authors' code, `manuelhaussmann/bnsde` `bsde.py`; p(h_0) is not
+  stated) on the window's time column (bnnrepro.data.dynamics: the last column of x is t).
 - `EncodedState` (CMU walking, §6.4.3 and §6.6.3): a 6-D latent state. The encoder b maps the first three frames
   through two softplus layers of 30 units to h_0; the decoder a maps each h_t back through the mirrored chain to a
   frame. The thesis writes the encoder inside the drift, f(b(h_t), t); since b consumes three observed frames, we

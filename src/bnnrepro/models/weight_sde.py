@@ -7,8 +7,8 @@ call integrates over t in [0, 1] (eq. 11, §3); the model (input layer -> SDE bl
 per-datum negative ELBO.
 
 Shapes: S weight-path samples and B inputs. All examples of a minibatch share their sample's weight path
-(as the authors' code, bayeSDE; not stated in the paper); hidden states are [S, B, *state_shape] and weights
-[S, num_weights].
+(as the authors' code, `xwinxu/bayeSDE` `brax/_impl/brax.py`; not stated in the paper); hidden states are
+[S, B, *state_shape] and weights [S, num_weights].
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ class DriftNet(nn.Module):
 class PosteriorDrift(nn.Module):
     """f_q(w, t) = NN_phi(w, t) + f_p(w, t) = NN_phi(w, t) - w, the approximate posterior's drift.
 
-    The SDE-BNN paper's eq. 10 prints NN - f_p; the sign above (the workshop paper's eq. 11, the authors' code) is
-    the one for which q equals the prior when NN_phi = 0, as the paper's §3 says. The diffusion is the prior's
-    sigma I (eq. 4).
+    The SDE-BNN paper's eq. 10 prints NN - f_p; the sign above (the workshop paper's eq. 11, the authors' code,
+    `xwinxu/bayeSDE` `brax/_impl/brax.py`) is the one for which q equals the prior when NN_phi = 0, as the paper's §3
+    says. The diffusion is the prior's sigma I (eq. 4).
     """
 
     def __init__(self, prior: OrnsteinUhlenbeckPrior, net: nn.Module):
@@ -173,8 +173,8 @@ class PointInitialWeights(nn.Module):
 class GaussianInitialWeights(nn.Module):
     """w_0 inferred (Table 3, App. C.2): q(w_0) = N(mean, diag std^2) against the prior N(0, prior_variance I).
 
-    The log-std starts at -4 (the authors' code, bayeSDE; not stated in the paper). The KL is the closed form, not
-    the authors' single-sample log q - log p.
+    The log-std starts at -4 (the authors' code, `xwinxu/bayeSDE` `examples/jax/sdebnn_classification.py`; not
+    stated in the paper). The KL is the closed form, not the authors' single-sample log q - log p.
     """
 
     def __init__(self, mean: torch.Tensor, prior_variance: float, log_std: float = -4.0):
@@ -351,5 +351,6 @@ def negative_elbo(
 ) -> torch.Tensor:
     """-(N/B sum_b E_q log p(y_b | x_b, w) - kl_weight E_q KL) / N: the minibatch negative ELBO per datum
     (ELBO_inf below eq. 11; workshop paper eq. 3) from log-likelihoods [S, B] and KLs [S]. `kl_weight` is Table 2's
-    "KL coef." (1 = the true ELBO; not given for SDE-BNN in Table 2; the authors' JAX code uses 1e-3)."""
+    "KL coef." (1 = the true ELBO; not given for SDE-BNN in Table 2; the authors' JAX code, `xwinxu/bayeSDE`
+    `examples/jax/sdebnn_classification.py`, uses 1e-3)."""
     return -log_likelihood.mean() + kl_weight * kl.mean() / num_data
