@@ -68,7 +68,8 @@ def main() -> None:
     print(f"# {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, scale={args.scale}")
     with tempfile.TemporaryDirectory() as folder:
         for label in args.variants:
-            project = copy_project(args.keep or Path(folder) / label.replace(" ", "_").replace("/", "_"))
+            kept = args.keep if args.keep and label == args.variants[-1] else None
+            project = copy_project(kept or Path(folder) / label.replace(" ", "_").replace("/", "_"))
             usage = main_process(project, "--cores", "2", "--config", f"scale={args.scale}", *VARIANTS[label])
             jobs = int(re.search(r"(\d+) of \1 steps \(100%\) done", usage.output).group(1))
             share = 100 * usage.cpu / (usage.cpu + usage.jobs_cpu)

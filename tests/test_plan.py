@@ -4,6 +4,7 @@ building a plan writes nothing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +14,8 @@ import yaml
 from bnnrepro import layout
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.plan import EXECUTION_SETTINGS, Plan, PlanError
+from bnnrepro.pipeline.studies import load_study
+from tests.conftest import copy_project
 
 
 def workflow_config(**changes) -> dict:
@@ -107,3 +110,28 @@ def test_building_a_plan_writes_no_file() -> None:
     before = snapshot()
     Plan.build(workflow_config(scale="default")).result_files()
     assert snapshot() == before
+
+
+def test_checks_kept_in_the_dag_record_run_again_when_a_file_they_read_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The configuration checks that a no-op `snakemake -n` skips (they passed before on the same files: repeated
+    YAML keys, the registry's references, each study's schema and grids) run again on an edit: a key given twice in
+    a study file, and a misspelt key of a study, are caught with the record in place."""
+    project = copy_project(tmp_path / "project", dag_record=False)
+    monkeypatch.setenv("BNNREPRO_ROOT", str(project))
+    record = tmp_path / "dag_cache.json"
+    config = workflow_config(scale="smoke", studies=["udn_spirals"])
+    Plan.build(config, record)
+    assert {"checked:unique_keys", "checked:registry_references", "checked_study:udn_spirals"} <= set(
+        json.loads(record.read_text())
+    )
+    study = project / "config/studies/udn_spirals.yaml"
+    text = study.read_text()
+    study.write_text(text + "paper: udn\n")
+    with pytest.raises(PlanError, match="udn_spirals.yaml"):
+        Plan.build(config, record)
+    study.write_text(text.replace("\nmethod_variants:", "\nmethod_variant:"))
+    load_study.cache_clear()  # each `snakemake` call is a new process
+    with pytest.raises(PlanError, match="method_variant"):
+        Plan.build(config, record)

@@ -159,6 +159,25 @@ def test_wgd_without_repulsion_is_the_deep_ensemble(data_files) -> None:
     assert (moved["wgd"] - moved["de"]).abs().max() > 1e-3
 
 
+def test_hyper_deep_ensemble_gives_each_member_its_prior_on_regression(data_files) -> None:
+    """On regression as on classification, the hyper-deep ensemble's members ascend posteriors under their own prior
+    variances (in blocks): from the same particles and batches, five steps move them elsewhere than the deep
+    ensemble's (one prior for all), whose member prior is the one its config states."""
+    x, y, num_train = batch("repulsive_toy", data_files)
+    moved = {}
+    for config in ("map_ensemble", "hyper_deep_ensemble"):
+        method = build(config, "repulsive_toy", data_files, "method.num_particles=10")
+        optimizer = Adam(method.parameter_groups(0.01, 1.0))
+        for _ in range(5):
+            method.training_step(x, y, num_train, optimizer)
+        moved[config] = method
+    variances = torch.tensor([0.01, 0.04, 0.09, 0.16, 0.25]).repeat_interleave(2)
+    torch.testing.assert_close(moved["hyper_deep_ensemble"].target.prior_variance, variances)
+    assert moved["map_ensemble"].target.prior_variance == 1.0
+    particles = {name: method.particles.detach() for name, method in moved.items()}
+    assert (particles["hyper_deep_ensemble"] - particles["map_ensemble"]).abs().max() > 1e-3
+
+
 # --- HMC ------------------------------------------------------------------------------------------------------
 
 

@@ -79,13 +79,22 @@ def composed_files(overrides: list[str], groups: tuple[str, ...] = GROUPS) -> li
         key, _, value = override.partition("=")
         if key in GROUPS:
             options[key] = value
+    return list(_selected_files(project_root(), tuple(options[group] for group in GROUPS), groups))
+
+
+@cache
+def _selected_files(root: Path, selected: tuple[str, ...], groups: tuple[str, ...]) -> tuple[str, ...]:
+    """`composed_files` of one option per group of GROUPS (`selected`), in the project at `root`: the same for every
+    run of a method variant on a dataset at a scale (the workflow asks for thousands of runs), so found once per
+    process, as `read_config_file` reads each file once."""
+    options = dict(zip(GROUPS, selected, strict=True))
     files = [train_config_dir() / "config.yaml"] if groups == GROUPS else []
     for group in groups:
         files += option_files(group, options[group])
     protocol = protocol_file(options["dataset"], options["scale"])
     if groups == GROUPS and protocol.is_file():
         files.append(protocol)
-    return [str(path.relative_to(project_root())) for path in dict.fromkeys(files)]
+    return tuple(str(path.relative_to(root)) for path in dict.fromkeys(files))
 
 
 GLOBAL_PACKAGE = "# @package _global_"

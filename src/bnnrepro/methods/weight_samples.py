@@ -35,9 +35,12 @@ def build_target(run_cfg: DictConfig, spec: DataSpec, splits: Splits | None, fun
             )
         start, reference = (torch.as_tensor(splits.x(s)) for s in ("train", "test"))
         return SamplingTarget(SAMPLING_DENSITIES[run_cfg.dataset.name], start, reference)
+    prior_variance = cfg.prior_variance
+    if cfg.get("member_prior_variances"):  # a hyper-deep ensemble, on either task
+        prior_variance = member_prior_variances(cfg.member_prior_variances, cfg.num_particles)
     if spec.task == "regression":
         network = posterior_network(cfg, spec, 1)
-        return NetworkPosterior(network, GaussianLogLikelihood(cfg.likelihood_std), cfg.prior_variance, spec.task)
+        return NetworkPosterior(network, GaussianLogLikelihood(cfg.likelihood_std), prior_variance, spec.task)
     if spec.task != "classification":
         raise ValueError(f"method {cfg.name!r} supports regression, classification and sampling, got {spec.task!r}")
     probabilities = function_space and cfg.function_values == "probabilities"
@@ -45,9 +48,6 @@ def build_target(run_cfg: DictConfig, spec: DataSpec, splits: Splits | None, fun
     if probabilities:
         network = nn.Sequential(network, nn.Softmax(-1))
     log_likelihood = categorical_log_likelihood(probabilities)
-    prior_variance = cfg.prior_variance
-    if cfg.get("member_prior_variances"):
-        prior_variance = member_prior_variances(cfg.member_prior_variances, cfg.num_particles)
     grid = run_cfg.dataset.get("entropy_grid", 0)
     return NetworkPosterior(network, log_likelihood, prior_variance, spec.task, probabilities, grid)
 

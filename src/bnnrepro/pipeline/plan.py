@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,6 +21,7 @@ from pathlib import Path
 from bnnrepro import layout
 from bnnrepro.artifacts.declarations import ArtifactDeclaration, declarations
 from bnnrepro.artifacts.registry import CATALOG, catalog
+from bnnrepro.data import registry as registry_module
 from bnnrepro.data.registry import (
     SCHEMA as REGISTRY_SCHEMA,
 )
@@ -41,6 +42,7 @@ from bnnrepro.files import UnreadableFileError
 from bnnrepro.paths import project_root, studies_dir
 from bnnrepro.pipeline import training_inputs
 from bnnrepro.pipeline.config_keys import DuplicateKeyError, check_unique_keys, workflow_config_files
+from bnnrepro.pipeline.dag_cache import cached, files_digest
 from bnnrepro.pipeline.input_lists import input_list_name
 from bnnrepro.pipeline.result_checks import verify_files
 from bnnrepro.pipeline.sources import project_paths, source_files
@@ -55,6 +57,9 @@ from bnnrepro.pipeline.studies import (
     load_study,
 )
 from bnnrepro.train_configs import SCALES, check_protocol_files, composed_files
+
+DATA_SOURCES = sorted(Path(registry_module.__file__).parent.rglob("*.py"))
+"""The data package's sources, where config/datasets.yaml's function references resolve."""
 
 EXECUTION_SETTINGS = ("device", "threads_per_job", "job_server")
 """Config keys that say where and how fast jobs compute, not what: no rerun trigger (each run records the device it
@@ -84,10 +89,11 @@ class Plan:
         studies list (with `check_study_overrides`, each study's Hydra overrides too: the main process checks them,
         a cluster job's own Snakemake trusts it)."""
         try:
-            check_unique_keys(workflow_config_files(project_root()))
-            check_references()
+            config_files = workflow_config_files(project_root())
+            _checked_once(record, "unique_keys", config_files, lambda: check_unique_keys(config_files))
+            _checked_once(record, "registry_references", [registry_file(), *DATA_SOURCES], check_references)
             check_real_data(config["real_data"])
-            plan = cls(config, _load_studies(config), record)
+            plan = cls(config, _load_studies(config, record), record)
             if check_study_overrides:
                 for name, study in plan.studies.items():
                     check_overrides(study, [plan.scale(name)], record)
@@ -539,7 +545,13 @@ class Plan:
         ]
 
 
-def _load_studies(config: Mapping) -> dict[str, Study]:
+def _checked_once(record: Path | None, key: str, files: list[Path], check: Callable[[], None]) -> None:
+    """Run `check` (it raises on a problem) unless it passed before on exactly these files (`record`,
+    `bnnrepro.pipeline.dag_cache`): a no-op `snakemake -n` parses no YAML it parsed before."""
+    cached(record, f"checked:{key}", files_digest(files), lambda: check() or True)
+
+
+def _load_studies(config: Mapping, record: Path | None = None) -> dict[str, Study]:
     """The studies of config 'studies', loaded; config 'study_scales' may name only those."""
     unknown = [name for name in config["studies"] if name not in available_studies()]
     if unknown:
@@ -547,7 +559,7 @@ def _load_studies(config: Mapping) -> dict[str, Study]:
             f"config 'studies': unknown study {', '.join(map(repr, unknown))}; "
             f"available studies: {', '.join(available_studies())} (files in config/studies/)"
         )
-    studies = {name: load_study(name) for name in config["studies"]}
+    studies = {name: load_study(name, record) for name in config["studies"]}
     unknown = sorted(set(config.get("study_scales", {})) - set(studies))
     if unknown:
         raise PlanError(

@@ -189,17 +189,29 @@ def available_studies() -> list[str]:
 
 
 @cache
-def load_study(name: str) -> Study:
+def load_study(name: str, record: Path | None = None) -> Study:
     """Read and check config/studies/<name>.yaml: its schema, grids, method variants and datasets (its Hydra
-    overrides are checked by `check_overrides`, which the workflow calls before any job runs)."""
+    overrides are checked by `check_overrides`, which the workflow calls before any job runs). With `record`
+    (`bnnrepro.pipeline.dag_cache`), a study file checked before, with the same schema and dataset registry, is not
+    checked again (the check expands its grids at every scale)."""
     path = studies_dir() / f"{name}.yaml"
     if not path.exists():
         raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
     raw = read_yaml(path)
-    if (err := _schema_error(raw)) is not None:
-        where = "/".join(str(p) for p in err.absolute_path) or "top level"
-        raise StudyError(f"{path.relative_to(project_root())}: {err.message} (at {where})") from None
-    study = Study(
+
+    def check() -> bool:
+        if (err := _schema_error(raw)) is not None:
+            where = "/".join(str(p) for p in err.absolute_path) or "top level"
+            raise StudyError(f"{path.relative_to(project_root())}: {err.message} (at {where})") from None
+        _check(_study(name, raw), path.relative_to(project_root()))
+        return True
+
+    cached(record, f"checked_study:{name}", files_digest([path, STUDY_SCHEMA, registry_file()]), check)
+    return _study(name, raw)
+
+
+def _study(name: str, raw: dict) -> Study:
+    return Study(
         name,
         raw["paper"],
         raw.get("description", ""),
@@ -209,8 +221,6 @@ def load_study(name: str) -> Study:
         raw["method_variants"],
         raw.get("common", {}),
     )
-    _check(study, path.relative_to(project_root()))
-    return study
 
 
 def _check(study: Study, path: Path) -> None:
