@@ -11,19 +11,38 @@ import pytest
 import yaml
 
 from bnnrepro.data.registry import dataset_config
+from bnnrepro.methods import METHOD_MODULES
 from bnnrepro.paths import train_config_dir
+from bnnrepro.pipeline import method_tasks as method_tasks_module
 from bnnrepro.pipeline import studies
-from bnnrepro.pipeline.method_tasks import dataset_task, method_tasks
+from bnnrepro.pipeline.method_tasks import KNOWN_TASKS, dataset_task, method_tasks, methods_taking, task_table, why_not
 from bnnrepro.pipeline.studies import task_mismatch
 from bnnrepro.train_configs import SCALES
 from tests.conftest import ROOT
 
 
-def test_the_task_restricted_methods_declare_their_tasks() -> None:
+def test_every_method_declares_the_tasks_it_takes() -> None:
     declared = method_tasks()
+    assert set(declared) == set(METHOD_MODULES)
+    assert all(tasks and set(tasks) <= set(KNOWN_TASKS) for tasks in declared.values()), declared
     assert declared["mc_dropout"] == ("classification",)
     assert {declared[name] for name in ("laplace", "gp", "deep_ensemble", "mfvi")} == {("regression",)}
-    assert declared["udn"] is None  # a module without TASKS takes any task
+    assert declared["bedl"] == ("classification", "regression") and declared["edl"] == ("classification",)
+    assert declared["repulsive_ensemble"] == ("classification", "regression", "sampling")
+    assert methods_taking("forecasting") == ["bnsde"]
+
+
+def test_a_module_without_tasks_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(method_tasks_module, "_declarations", lambda module: {})
+    with pytest.raises(ValueError, match=r"declares no TASKS: add `TASKS = \(\.\.\.\)`"):
+        method_tasks_module.method_tasks()
+
+
+def test_the_table_of_methods_by_task_marks_each_declared_task() -> None:
+    table = task_table().splitlines()
+    assert table[0] == "| method | module | classification | regression | forecasting | sampling |"
+    assert "| `bnsde` | `bnnrepro.methods.bnsde` |  |  | yes |  |" in table
+    assert len(table) == 2 + len(METHOD_MODULES)
 
 
 def test_a_datasets_task_is_its_merged_configs() -> None:
@@ -50,9 +69,12 @@ def test_a_classification_method_on_regression_data_is_refused_before_any_job(
     with pytest.raises(studies.StudyError) as error:
         studies.check_overrides(study, ["smoke"])
     assert str(error.value) == (
-        "config/studies/dropout_on_uci.yaml: method 'mc_dropout' takes classification data only, but dataset "
-        "'uci_boston' is regression (grid uci); remove the pair from the grid or pick a method that takes regression"
+        "config/studies/dropout_on_uci.yaml: method 'mc_dropout' takes classification data only ("
+        + why_not("mc_dropout", "regression")
+        + "), but dataset 'uci_boston' is regression (grid uci); remove the pair from the grid or pick a method that "
+        "takes regression: " + ", ".join(methods_taking("regression"))
     )
+    assert "udn" in methods_taking("regression") and "mc_dropout" not in methods_taking("regression")
 
 
 @pytest.mark.parametrize("name", studies.available_studies())

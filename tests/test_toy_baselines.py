@@ -17,7 +17,7 @@ from bnnrepro.data.spec import DataSpec, Splits
 from bnnrepro.data.toy_regression import generate_sdebnn_toy
 from bnnrepro.evaluations import toy_paths
 from bnnrepro.evaluations.inputs import EvaluationInputs
-from bnnrepro.methods import toy_baselines
+from bnnrepro.methods import build_method, toy_baselines
 from bnnrepro.optim import Adam
 from bnnrepro.train import compose_config
 
@@ -164,4 +164,4 @@ def test_toy_paths_on_inputs_of_more_than_one_dimension_is_a_clear_error(configs
 
 def test_classification_is_refused(configs):
     with pytest.raises(ValueError, match="regression data only"):
-        toy_baselines.build(configs["gp"], DataSpec("classification", 2, 3))
+        build_method(configs["gp"], DataSpec("classification", 2, 3))

@@ -92,6 +92,18 @@ def own_training_job(name: str) -> Callable | None:
     return getattr(method_module(name), "train_job", None)
 
 
+def check_task(module: ModuleType, name: str, task: str) -> None:
+    """ValueError naming the tasks method `name` takes (its module's `TASKS`) and why not `task` (`NOT_TAKEN`), where
+    it does not take `task`; the workflow checks a study's pairs against the same declarations before any job runs
+    (bnnrepro.pipeline.method_tasks)."""
+    tasks = module.TASKS[name] if isinstance(module.TASKS, dict) else module.TASKS
+    if task not in tasks:
+        why = getattr(module, "NOT_TAKEN", {}).get(task)
+        raise ValueError(
+            f"method {name!r} supports {' or '.join(tasks)} data only{f' ({why})' if why else ''}, got {task!r}"
+        )
+
+
 def build_method(cfg: DictConfig, spec: DataSpec, splits: Splits | None = None) -> Method:
     """The method `cfg.method.name` on data `spec`; an error names a missing hook of the protocol. A method whose
     build reads the run's data (a sampling target's samples, a BNSDE's pretraining sequences) declares a `splits`
@@ -99,6 +111,7 @@ def build_method(cfg: DictConfig, spec: DataSpec, splits: Splits | None = None) 
     from bnnrepro.methods.protocol import check_method
 
     module = method_module(cfg.method.name)
+    check_task(module, cfg.method.name, spec.task)
     if "splits" in inspect.signature(module.build).parameters:
         method = module.build(cfg, spec, splits=splits)
     else:

@@ -37,6 +37,11 @@ from bnnrepro.runs import RunFolder, ran_on, restore_progress, start_job
 
 METHODS = ("active_learning",)
 """The Hydra method name (config/train/method/active_learning*.yaml `name`) of a labelling run."""
+TASKS = ("classification",)
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
+NOT_TAKEN = {"regression": "a labelling run's acquisitions score class predictives (thesis ch. 4, Algorithm 1)"}
+"""Why its methods do not take a task, for the error a study that pairs them gets."""
 
 PREDICTORS = {"dvi": gaussian_weight_vi, "mc_dropout": mc_dropout}
 """method.predictor -> the module that builds it from the same method config: the CLT-BNN (DVI's moment network

@@ -35,6 +35,14 @@ from bnnrepro.optim import Adam, Optimizer
 
 METHODS = ("bnsde",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+TASKS = ("forecasting",)
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
+NOT_TAKEN = {
+    "regression": "a BNSDE learns the dynamics of sequences and forecasts them (thesis ch. 6)",
+    "classification": "a BNSDE learns the dynamics of sequences and forecasts them (thesis ch. 6)",
+}
+"""Why its methods do not take a task, for the error a study that pairs them gets."""
 OBJECTIVES = ("e_bayes", "e_pac_bayes", "elbo", "sgld", "none")
 
 

@@ -32,6 +32,21 @@ from bnnrepro.models.weight_sde_solver import SolverSettings, ZeroPaddedBrownian
 METHODS = ("sdebnn", "odenet", "hyperodenet", "mfvi_odenet", "mfvi_hyperodenet", "resnet32", "mfvi_resnet32")
 """The Hydra method names (config/train/method/*.yaml `name`) this module builds: the SDE-BNN and the models it is
 compared with (SDE-BNN paper Table 1)."""
+TASKS = {
+    "sdebnn": ("classification", "regression"),
+    "odenet": ("classification", "regression"),
+    "hyperodenet": ("classification",),
+    "mfvi_odenet": ("classification",),
+    "mfvi_hyperodenet": ("classification",),
+    "resnet32": ("classification",),
+    "mfvi_resnet32": ("classification",),
+}
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
+NOT_TAKEN = {
+    "regression": "the image classifiers of SDE-BNN Table 1 (HyperODEnet, the MFVI models, ResNet32) end in classes"
+}
+"""Why its methods do not take a task, for the error a study that pairs them gets."""
 
 TRAJECTORY_TIMES = 51  # depths t in [0, 1] at which the hidden state is recorded
 

@@ -40,6 +40,9 @@ BATCH_NORM_EXAMPLES = 4096
 METHODS = ("udn", "finite", "dun")
 """The Hydra method names (config/train/method/*.yaml `name`) this module builds: the UDN and its finite-depth
 and DUN baselines (UDN paper §5)."""
+TASKS = ("classification", "regression")
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
 
 
 class DepthNetworkMethod(LossMinimiser):

@@ -42,6 +42,13 @@ from bnnrepro.models.moment_layers import (
 METHODS = ("bedl", "edl")
 """The Hydra method names (config/train/method/*.yaml `name`) this module builds; BEDL-PAC and BEDL-Hyper are
 `bedl` with another `objective` (config/train/method/bedl_pac.yaml, bedl_hyper.yaml)."""
+TASKS = {"bedl": ("classification", "regression"), "edl": ("classification",)}
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
+NOT_TAKEN = {
+    "regression": "EDL's Dirichlet evidence is over classes (Sensoy et al. 2018); BEDL (thesis ch. 5) takes regression"
+}
+"""Why its methods do not take a task, for the error a study that pairs them gets."""
 
 OBJECTIVES = ("type2_ml", "pac", "hyper")
 LOG_BOUND_RULES = ("thesis", "authors_code")
@@ -181,8 +188,6 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> BayesianEvidential | Evidentia
     """BEDL (with its objective) or EDL from the Hydra `method` group."""
     cfg = run_cfg.method
     if cfg.name == "edl":
-        if spec.task != "classification":
-            raise ValueError(f"method 'edl' supports classification data only, got {spec.task!r}")
         network = PlainNetwork(network_shapes(cfg, spec.input_shape, spec.num_classes))
         return EvidentialClassifier(network, spec.num_classes, cfg.annealing_epochs)
     num_outputs = spec.num_classes if spec.task == "classification" else 2

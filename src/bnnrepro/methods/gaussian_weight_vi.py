@@ -50,6 +50,9 @@ from bnnrepro.models.moment_layers import (
 
 METHODS = ("vbp", "dvi", "varout")
 """The Hydra method names (config/train/method/*.yaml `name`) this module builds."""
+TASKS = ("classification", "regression")
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
 
 ACTIVATIONS = {"vbp": "heaviside_relu", "dvi": "relu", "varout": "relu"}
 """Each method's activation moments (bnnrepro.models.moment_layers.ACTIVATION_MOMENTS); VarOut's draws use the

@@ -26,6 +26,11 @@ from bnnrepro.optim import Optimizer
 
 METHODS = ("hmc",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+TASKS = ("classification", "regression")
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
+NOT_TAKEN = {"sampling": "a sampling dataset holds exact samples of its target already (its test split)"}
+"""Why its methods do not take a task, for the error a study that pairs them gets."""
 
 MIN_DRAWS = 4
 """Pyro's chain diagnostics (which count the divergent transitions) split each chain's draws into two halves of two."""

@@ -27,6 +27,11 @@ from bnnrepro.models.weight_sde import DriftNet, negative_elbo
 
 METHODS = ("latent_sde",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+TASKS = ("regression",)
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
+NOT_TAKEN = {"classification": "a latent SDE fits observations of one path over time (SDE-BNN §4)"}
+"""Why its methods do not take a task, for the error a study that pairs them gets."""
 
 GRADIENT_CHUNK = 250  # gradient draws vectorised at once (bounds the memory of the per-draw backward passes)
 

@@ -38,6 +38,9 @@ from bnnrepro.optim import Optimizer
 
 METHODS = ("repulsive_ensemble",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
+TASKS = ("classification", "regression", "sampling")
+"""The data tasks (config/train/dataset/*.yaml `task`) its methods take; the workflow checks a study's pairs against
+them before any job runs (bnnrepro.pipeline.method_tasks)."""
 
 WEIGHT_SPACE_RULES = ("de", "wgd", "svgd")
 FUNCTION_SPACE_RULES = ("fwgd", "fsvgd")

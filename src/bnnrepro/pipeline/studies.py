@@ -23,7 +23,7 @@ from bnnrepro.files import read_yaml
 from bnnrepro.methods import config_method_name
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
 from bnnrepro.pipeline.dag_cache import cached, files_digest
-from bnnrepro.pipeline.method_tasks import dataset_task, method_tasks
+from bnnrepro.pipeline.method_tasks import dataset_task, method_tasks, methods_taking, why_not
 from bnnrepro.train_configs import SCALES, compose_config, composed_files
 
 if TYPE_CHECKING:
@@ -305,13 +305,13 @@ def check_overrides(study: Study, scales: Collection[str] = SCALES, record: Path
     `record` (`bnnrepro.pipeline.dag_cache`), a study and scale checked before with exactly the files of
     `overrides_digest` are not checked again: editing a config/train file checks again the studies that compose it,
     not the others. Then each method must take the task of each dataset a grid pairs it with (`task_mismatch`, below;
-    not recorded, as the method modules it reads are not in the digest: a few milliseconds for every study)."""
+    the methods' declared tasks are read back from `record` while no method module changed)."""
     path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
     for scale in scales:
         digest = overrides_digest(study, scale)
         check = partial(_compose_overrides, study, scale, path)
         cached(record if digest else None, f"study_checks/{study.name}/{scale}", digest or "", check)
-        if mismatch := task_mismatch(study, study.runs(scale)):
+        if mismatch := task_mismatch(study, study.runs(scale), record):
             raise StudyError(mismatch)
 
 
@@ -370,24 +370,25 @@ def _is_kind(value: object, types: tuple[type, ...]) -> bool:
     return isinstance(value, types) and (bool in types or not isinstance(value, bool))
 
 
-def task_mismatch(study: Study, runs: Iterable[Run]) -> str | None:
-    """The error naming the study file, the method, the dataset, its task and the fix when one of `runs` pairs a
-    method with a dataset whose task the method does not take (None when none does); each distinct (method variant,
-    dataset) once."""
+def task_mismatch(study: Study, runs: Iterable[Run], record: Path | None = None) -> str | None:
+    """The error naming the study file, the method, the dataset, its task, why the method does not take it (where its
+    module says) and the methods that do, when one of `runs` pairs a method with a dataset whose task the method does
+    not take (None when none does); each distinct (method variant, dataset) once."""
     pairs = {(run.method, run.dataset): run for run in runs}
-    declared = method_tasks()
+    declared = method_tasks(record)
     dataset_tasks = {name: dataset_task(name) for name in {name for _, name in pairs}}
     for run in pairs.values():
         method = config_method_name(study.method_variants[run.method]["method"])
         tasks, task = declared[method], dataset_tasks[run.dataset]
-        if tasks is None or task in tasks:
+        if task in tasks:
             continue
         path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
         named = f"method {run.method!r}" + (f" (method {method!r})" if method != run.method else "")
+        reason = f" ({why})" if (why := why_not(method, task)) else ""
         return (
-            f"{path}: {named} takes {' or '.join(tasks)} data only, but dataset {run.dataset!r} is {task} "
+            f"{path}: {named} takes {' or '.join(tasks)} data only{reason}, but dataset {run.dataset!r} is {task} "
             f"(grid {', '.join(_grids_with(study, run))}); remove the pair from the grid or pick a method that "
-            f"takes {task}"
+            f"takes {task}: {', '.join(methods_taking(task, record)) or 'none does'}"
         )
     return None
 
