@@ -25,7 +25,7 @@ def test_every_method_declares_the_tasks_it_takes() -> None:
     declared = method_tasks()
     assert set(declared) == set(METHOD_MODULES)
     assert all(tasks and set(tasks) <= set(KNOWN_TASKS) for tasks in declared.values()), declared
-    assert declared["mc_dropout"] == ("classification",)
+    assert declared["mc_dropout"] == ("classification", "regression")
     assert {declared[name] for name in ("laplace", "gp", "deep_ensemble", "mfvi")} == {("regression",)}
     assert declared["bedl"] == ("classification", "regression") and declared["edl"] == ("classification",)
     assert declared["repulsive_ensemble"] == ("classification", "regression", "sampling")
@@ -60,8 +60,8 @@ def test_a_classification_method_on_regression_data_is_refused_before_any_job(
         yaml.safe_dump(
             {
                 "paper": "own",
-                "grids": {"uci": {"method": ["mc_dropout"], "dataset": ["uci_boston"], "seed": [0]}},
-                "method_variants": {"mc_dropout": {"method": "mc_dropout"}},
+                "grids": {"uci": {"method": ["edl"], "dataset": ["uci_boston"], "seed": [0]}},
+                "method_variants": {"edl": {"method": "edl"}},
             }
         )
     )
@@ -69,12 +69,12 @@ def test_a_classification_method_on_regression_data_is_refused_before_any_job(
     with pytest.raises(studies.StudyError) as error:
         studies.check_overrides(study, ["smoke"])
     assert str(error.value) == (
-        "config/studies/dropout_on_uci.yaml: method 'mc_dropout' takes classification data only ("
-        + why_not("mc_dropout", "regression")
+        "config/studies/dropout_on_uci.yaml: method 'edl' takes classification data only ("
+        + why_not("edl", "regression")
         + "), but dataset 'uci_boston' is regression (grid uci); remove the pair from the grid or pick a method that "
         "takes regression: " + ", ".join(methods_taking("regression"))
     )
-    assert "udn" in methods_taking("regression") and "mc_dropout" not in methods_taking("regression")
+    assert "udn" in methods_taking("regression") and "edl" not in methods_taking("regression")
 
 
 @pytest.mark.parametrize("name", studies.available_studies())

@@ -97,14 +97,14 @@ def test_an_unknown_real_data_name_is_named(project: Path) -> None:
 
 
 def test_a_method_paired_with_data_it_cannot_take_is_named_before_any_job(project: Path) -> None:
-    (project / "config/studies/dropout_on_boston.yaml").write_text(
-        "paper: own\ngrids:\n  main: {method: [mc_dropout], dataset: [uci_boston], seed: [0]}\n"
-        "method_variants:\n  mc_dropout: {method: mc_dropout}\n"
+    (project / "config/studies/edl_on_boston.yaml").write_text(
+        "paper: own\ngrids:\n  main: {method: [edl], dataset: [uci_boston], seed: [0]}\n"
+        "method_variants:\n  edl: {method: edl}\n"
     )
-    message = dry_run_error(project, "scale=smoke", "studies=[dropout_on_boston]", "datasets=[]")
-    assert "config/studies/dropout_on_boston.yaml: method 'mc_dropout' takes classification data only (" in message
+    message = dry_run_error(project, "scale=smoke", "studies=[edl_on_boston]", "datasets=[]")
+    assert "config/studies/edl_on_boston.yaml: method 'edl' takes classification data only (" in message
     assert "but dataset 'uci_boston' is regression (grid main); remove the pair from the grid" in message
-    assert "pick a method that takes regression: bedl, deep_ensemble, dun, dvi, finite, gp, hmc" in message
+    assert "pick a method that takes regression: bedl, deep_ensemble, dun, dvi, finite, gp, hmc, laplace" in message
 
 
 def test_a_run_the_grid_does_not_have_is_named_with_how_to_list_the_runs(project: Path) -> None:

@@ -1,8 +1,10 @@
-"""MC dropout (Gal & Ghahramani 2016): Bernoulli dropout after every hidden activation, at training and at test
-time, read as variational inference; the predictive averages the likelihood's probabilities over dropout masks
-(thesis §2.2; the baseline of thesis Tables 5.2 and 5.4, and ch. 4's Drop-BNN-CE and, with the multi-label probit
-likelihood, Drop-BNN-Prob, §4.6.2). The Gaussian prior N(0, 1/alpha) of the weights is a weight decay
-alpha/2 ||theta||^2 per N data points (alpha = 0: none)."""
+"""MC dropout (Gal & Ghahramani 2016): Bernoulli dropout after every hidden activation (and, with `input_dropout`,
+on the inputs), at training and at test time, read as variational inference; the predictive averages the
+likelihood's probabilities over dropout masks (thesis §2.2; the baseline of thesis Tables 5.2 and 5.4, and ch. 4's
+Drop-BNN-CE and, with the multi-label probit likelihood, Drop-BNN-Prob, §4.6.2). On regression data (Gal &
+Ghahramani's UCI experiments, §5.3) the likelihood is Gaussian, y ~ N(f(x), 1/tau), and the predictive is the
+mixture over masks of those Gaussians: its samples of f and the noise variance 1/tau. The Gaussian prior
+N(0, 1/alpha) of the weights is a weight decay alpha/2 ||theta||^2 per N data points (alpha = 0: none)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import torch
 from omegaconf import DictConfig
 
 from bnnrepro.data.spec import DataSpec
+from bnnrepro.distributions import RegressionLikelihood
 from bnnrepro.inference.classification_likelihoods import classification_likelihood
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
@@ -17,19 +20,17 @@ from bnnrepro.models.moment_layers import PlainNetwork, in_chunks, network_shape
 
 METHODS = ("mc_dropout",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
-TASKS = ("classification",)
+TASKS = ("classification", "regression")
 """The data tasks (config/train/dataset/*.yaml `task`) it takes; the workflow checks a study's pairs against them
 before any job runs (bnnrepro.pipeline.method_tasks)."""
-NOT_TAKEN = {
-    "regression": "implemented as the thesis' classifier (ch. 4, 5: categorical or probit likelihood); the UCI "
-    "regression of Gal & Ghahramani (2016) is not implemented yet"
-}
+NOT_TAKEN = {"forecasting": "a dropout network maps one input to one output; it has no sequence model"}
 """Why its methods do not take a task, for the error a study that pairs them gets."""
 
 
 class MonteCarloDropout(LossMinimiser, FixedArchitectureMethod):
     """A `PlainNetwork` with dropout rate p; the loss is the negative log-likelihood averaged over `num_samples`
-    masks, plus the weight decay."""
+    masks, plus the weight decay. `noise`: the Gaussian likelihood of regression data (None: classification, with
+    the classification likelihood `likelihood`)."""
 
     def __init__(
         self,
@@ -38,16 +39,22 @@ class MonteCarloDropout(LossMinimiser, FixedArchitectureMethod):
         eval_samples: int,
         likelihood: str = "softmax",
         prior_precision: float = 0.0,
+        noise: RegressionLikelihood | None = None,
     ):
         super().__init__()
         self.network, self.num_samples, self.eval_samples = network, num_samples, eval_samples
         self.likelihood, self.prior_precision = classification_likelihood(likelihood), prior_precision
+        self.noise = noise
 
     def _draws(self, x: torch.Tensor, num_samples: int) -> torch.Tensor:
         return torch.stack([self.network(x, sample_dropout=True) for _ in range(num_samples)])
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
-        data_term = -self.likelihood.log_likelihood_of_outputs(self._draws(x, self.num_samples), y).mean()
+        draws = self._draws(x, self.num_samples)
+        if self.noise is not None:
+            data_term = -self.noise(draws, y).mean()
+        else:
+            data_term = -self.likelihood.log_likelihood_of_outputs(draws, y).mean()
         if not self.prior_precision:
             return data_term
         squared_norm = sum(parameter.square().sum() for parameter in self.network.parameters())
@@ -62,16 +69,26 @@ class MonteCarloDropout(LossMinimiser, FixedArchitectureMethod):
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """The likelihood's probabilities averaged over `eval_samples` dropout masks, over the classes [N, C]."""
+        """Classification: the likelihood's probabilities averaged over `eval_samples` dropout masks, over the
+        classes [N, C]; regression: f under `eval_samples` masks [S, N, 1]."""
+        if self.noise is not None:
+            return in_chunks(lambda chunk: self._draws(chunk, self.eval_samples), x, dim=1)
         return self.likelihood.class_probabilities(self.acquisition_probabilities(x, self.eval_samples)[0])
 
     def noise_variance(self) -> float:
-        return 0.0
+        """1/tau of the Gaussian likelihood on regression data; 0 on classification."""
+        return self.noise.variance if self.noise is not None else 0.0
 
 
 def build(run_cfg: DictConfig, spec: DataSpec) -> MonteCarloDropout:
     cfg = run_cfg.method
-    if not 0 <= cfg.dropout < 1:
-        raise ValueError(f"method.dropout is a rate in [0, 1), got {cfg.dropout}")
-    network = PlainNetwork(network_shapes(cfg, spec.input_shape, spec.num_classes), cfg.dropout)
-    return MonteCarloDropout(network, cfg.num_samples, cfg.eval_samples, cfg.likelihood, cfg.prior_precision)
+    for key in ("dropout", "input_dropout"):
+        if not 0 <= cfg[key] < 1:
+            raise ValueError(f"method.{key} is a rate in [0, 1), got {cfg[key]}")
+    regression = spec.task == "regression"
+    shapes = network_shapes(cfg, spec.input_shape or (spec.num_features,), 1 if regression else spec.num_classes)
+    network = PlainNetwork(shapes, cfg.dropout, cfg.input_dropout)
+    noise = None
+    if regression:
+        noise = RegressionLikelihood(cfg.noise.scale, "gaussian", cfg.noise.learn_scale)
+    return MonteCarloDropout(network, cfg.num_samples, cfg.eval_samples, cfg.likelihood, cfg.prior_precision, noise)

@@ -283,16 +283,18 @@ class MomentNetwork(nn.Module):
 
 class PlainNetwork(nn.Module):
     """The deterministic network of the same shapes, ReLU between layers and optional dropout after each hidden
-    activation (MC dropout, Gal & Ghahramani 2016; kept active when `sample_dropout`)."""
+    activation and on the inputs (MC dropout, Gal & Ghahramani 2016; kept active when `sample_dropout`)."""
 
-    def __init__(self, shapes: Sequence[LayerShape], dropout: float = 0.0):
+    def __init__(self, shapes: Sequence[LayerShape], dropout: float = 0.0, input_dropout: float = 0.0):
         super().__init__()
         self.shapes = list(shapes)
         self.layers = nn.ModuleList(plain_layer(shape) for shape in shapes)
-        self.dropout = dropout
+        self.dropout, self.input_dropout = dropout, input_dropout
 
     def forward(self, x: torch.Tensor, sample_dropout: bool = False) -> torch.Tensor:
         value = _flatten_input(x, self.shapes[0])
+        if self.input_dropout:
+            value = F.dropout(value, self.input_dropout, training=sample_dropout)
         for index, layer in enumerate(self.layers):
             value = layer(value)
             if index + 1 < len(self.layers):

@@ -1,5 +1,5 @@
 """The data tasks each method takes, read from its module's declarations, so that a study pairing a method with a
-dataset of another task (mc_dropout on a regression set) is an error when the workflow builds its DAG, naming the
+dataset of another task (edl on a regression set) is an error when the workflow builds its DAG, naming the
 methods that do take that task, not inside the training job.
 
 Every method module declares, beside its `METHODS` tuple,
