@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bnnrepro.artifacts.render import save_table
+from bnnrepro import layout
+from bnnrepro.report import own_study
 from bnnrepro.report.study_summary import study_summary
 from bnnrepro.report.typst_report import render_own_studies
 from tests.conftest import ROOT, copy_project, run
@@ -54,8 +55,9 @@ def test_the_readme_walkthrough_adds_a_dataset_and_study_that_reach_the_report(t
 
     command = walkthrough_command(readme)
     assert command[:3] == ["snakemake", "--cores", "2"] and "studies=[diabetes]" in command
-    # at smoke scale, and without the datasets config.yaml prepares on every run (not part of the walk-through)
-    run([*command, "scale=smoke", "datasets=[]"], project)
+    # at smoke scale; the run prepares only the data of its study, not config.yaml's `datasets` (`snakemake data`)
+    run([*command, "scale=smoke"], project)
+    assert not (project / "results/data/uci_boston-standin.npz").exists()
 
     table = pd.read_csv(project / "reports/tables/study_diabetes.csv")
     assert set(table["row"]) == {"gp", "deep_ensemble", "mfvi", "laplace"}
@@ -86,13 +88,34 @@ def test_a_study_summary_averages_seeds_and_splits_and_keeps_settings_apart() ->
 
 
 def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> None:
-    metrics = pd.DataFrame(
-        {"method": ["gp"], "hparams": ["default"], "seed": [0], "metric": ["test_nll"], "value": [0.5],
-         "dataset": ["mine"], "standin": [False]}
-    )  # fmt: skip
-    save_table(study_summary(metrics), *(tmp_path / f"t.{e}" for e in ("csv", "md", "tex")))
-    study = {"study": "mine_vs_gp", "description": "My comparison.", "files": {"csv": "t.csv"}}
+    """The job of a study of your own writes its table, its ranking, the figure of its metrics per dataset and the
+    critical-difference diagrams; the report's section shows them all."""
+    rows = [
+        (method, f"split={split}", dataset, metric, value + offset + 0.1 * split)
+        for method, offset in (("gp", 0.0), ("mfvi", 0.5), ("laplace", 1.0))
+        for dataset in ("mine", "yours")
+        for split in range(3)
+        for metric, value in (("test_rmse_original", 1.0), ("test_nll_original", 2.0), ("test_rmse", 0.3))
+    ]
+    metrics = pd.DataFrame(rows, columns=["method", "hparams", "dataset", "metric", "value"])
+    metrics["seed"], metrics["standin"] = 0, False
+    (tmp_path / "metrics.csv").write_text(metrics.to_csv(index=False))
+    files = layout.own_study_files("mine_vs_gp")
+    arguments = [f"--{name.replace('_', '-')}" if name.endswith("figure") else f"--{name}" for name in files]
+    command = ["mine_vs_gp", str(tmp_path / "metrics.csv")]
+    for argument, outputs in zip(arguments, files.values(), strict=True):
+        command += [argument, *(str(tmp_path / path) for path in outputs.values())]
+    own_study.main(command)
+    ranking = pd.read_csv(tmp_path / files["ranking"]["csv"]).set_index(["column", "row"])
+    assert ranking.loc[("rmse_original rank", "gp"), "ours"] == 1.0  # best in every block
+    assert ranking.loc[("nll_original rank", "laplace"), "ours"] == 3.0
+    assert (ranking["n_runs"] == 6).all()  # two datasets x three splits
+    study = {"study": "mine_vs_gp", "description": "My comparison.", "scale": "smoke", "files": files}
     source = render_own_studies([study], tmp_path)
     assert source.startswith('#heading(level: 1, "Studies of your own")')
-    assert '"mine_vs_gp"' in source and '"My comparison."' in source and '"mine nll"' in source
+    assert '"mine_vs_gp"' in source and '"My comparison."' in source and '"mine rmse_original"' in source
+    assert '"rmse_original rank"' in source and "Friedman test" in source
+    assert "the paper's value" not in source  # no legend of published values, which a study of your own has none of
+    for figure in ("metrics_figure", "ranking_figure"):
+        assert "/" + files[figure]["png"] in source
     assert render_own_studies([], tmp_path) == ""

@@ -184,6 +184,19 @@ def study_summary_stem(study: str = "{study}") -> str:
     return f"study_{study}"
 
 
+OWN_STUDY_OUTPUTS = {"table": ("table", ""), "ranking": ("table", "_ranking"), "metrics_figure": ("figure", "_metrics"),
+                     "ranking_figure": ("figure", "_ranking")}  # fmt: skip
+"""What the report shows of a study of your own (bnnrepro.report.own_study): {name: (output kind, stem suffix)}."""
+
+
+def own_study_files(study: str = "{study}") -> dict[str, dict[str, str]]:
+    """{name: {extension: file}} of each of OWN_STUDY_OUTPUTS of a study of your own."""
+    return {
+        name: artifact_files(output, study_summary_stem(study) + suffix)
+        for name, (output, suffix) in OWN_STUDY_OUTPUTS.items()
+    }
+
+
 def artifact_files(output: str, stem: str = "{stem}") -> dict[str, str]:
     """Every file of a figure or table, by extension."""
     return {extension: artifact_file(output, extension, stem) for extension in ARTIFACT_FORMATS[output]}

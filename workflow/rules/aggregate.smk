@@ -22,20 +22,15 @@ rule aggregate:
         "python -m bnnrepro.pipeline.job_server run bnnrepro.aggregate {wildcards.study} {wildcards.scale} {output} > {log} 2>&1"
 
 
-# A study of your own (`paper: own`): a table of its test metrics, mean and standard error over seeds.
-rule study_summary:
+# A study of your own (`paper: own`): a table of its test metrics (mean and standard error over seeds and splits), the
+# methods ranked over its datasets and replicates (Friedman and Nemenyi tests), a figure of each test metric per
+# dataset and the critical-difference diagrams (bnnrepro.report.own_study).
+rule own_study:
     input:
         metrics=PLAN.study_metrics,
-        code=source_files("bnnrepro.report.study_summary", record=PLAN.record),
+        code=source_files("bnnrepro.report.own_study", record=PLAN.record),
     output:
-        csv=report(
-            layout.artifact_file("table", "csv", layout.study_summary_stem()),
-            caption="../report/metrics.rst",
-            category="Studies of your own",
-            labels={"study": "{study}"},
-        ),
-        md=layout.artifact_file("table", "md", layout.study_summary_stem()),
-        tex=layout.artifact_file("table", "tex", layout.study_summary_stem()),
+        **own_study_outputs(),
     log:
         layout.log_file("aggregate", "{study}_summary"),
     wildcard_constraints:
@@ -43,5 +38,8 @@ rule study_summary:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.pipeline.job_server run bnnrepro.report.study_summary {wildcards.study} {input.metrics} "
-        "--outputs {output.csv} {output.md} {output.tex} > {log} 2>&1"
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.report.own_study {wildcards.study} {input.metrics} "
+        "--table {output.table_csv} {output.table_md} {output.table_tex} "
+        "--ranking {output.ranking_csv} {output.ranking_md} {output.ranking_tex} "
+        "--metrics-figure {output.metrics_figure_pdf} {output.metrics_figure_png} "
+        "--ranking-figure {output.ranking_figure_pdf} {output.ranking_figure_png} > {log} 2>&1"

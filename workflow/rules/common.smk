@@ -83,6 +83,18 @@ def drawing_outputs(name):
     return outputs
 
 
+def own_study_outputs():
+    """The files of rule own_study by name (`table_csv`, ...); its tables' CSVs and figures' PDFs are in Snakemake's
+    report."""
+    outputs = {}
+    for name, files in layout.own_study_files().items():
+        for extension, path in files.items():
+            if extension in ("csv", "pdf"):
+                path = report(path, caption="../report/metrics.rst", category="Studies of your own", labels={"study": "{study}", "result": name})
+            outputs[f"{name}_{extension}"] = path
+    return outputs
+
+
 def on_start():
     """Named steps before the first job (not in a dry run, nor when nothing is to be done)."""
     try:

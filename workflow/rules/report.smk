@@ -6,7 +6,7 @@ rule report_manifest:
         figures=PLAN.artifact_files("figure"),
         tables=PLAN.artifact_files("table"),
         checks=PLAN.artifact_checks_files(),
-        own_study_tables=PLAN.own_study_tables(),
+        own_study_results=PLAN.own_study_results(),
         metrics=PLAN.all_study_metrics(),
         code=PLAN.report_code("bnnrepro.report.manifest"),
         draw_functions=PLAN.draw_function_files(),

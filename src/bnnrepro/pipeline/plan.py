@@ -183,9 +183,10 @@ class Plan:
     # --- data jobs ---
 
     def prepared_datasets(self) -> list[str]:
-        """The datasets of config 'datasets', ready for their loaders: a download's real data at the `paper` scale
-        (or where config 'real_data' names it) and its stand-in below it; a packaged dataset's data; a generated
-        dataset's instance with the paper's values and seed 0."""
+        """The datasets of config 'datasets', which `snakemake data` prepares ahead of the runs (a run of the
+        workflow prepares only the data its studies read), ready for their loaders: a download's real data at the
+        `paper` scale (or where config 'real_data' names it) and its stand-in below it; a packaged dataset's data; a
+        generated dataset's instance with the paper's values and seed 0."""
         files = []
         for name in self.config["datasets"]:
             try:
@@ -310,9 +311,14 @@ class Plan:
         """The tidy metrics CSV of every enabled study at its scale (the report says which runs carry no data)."""
         return [layout.study_metrics_file(self.scale(name), name) for name in self.studies]
 
-    def own_study_tables(self) -> list[str]:
-        """The results table (CSV) of each enabled study of your own."""
-        return [layout.artifact_file("table", "csv", layout.study_summary_stem(name)) for name in self.own_studies]
+    def own_study_results(self) -> list[str]:
+        """Every file the report shows of each enabled study of your own: its tables and figures (rule own_study)."""
+        return [
+            path
+            for name in self.own_studies
+            for files in layout.own_study_files(name).values()
+            for path in files.values()
+        ]
 
     # --- artifacts ---
 
@@ -484,8 +490,8 @@ class Plan:
     # --- every result ---
 
     def result_files(self) -> list[str]:
-        """Every file the workflow makes at the studies' scales: data, runs, tidy metrics, figures, tables, the
-        report."""
+        """Every file the workflow makes at the studies' scales: the data the runs read, runs, tidy metrics,
+        figures, tables, the report."""
         runs = [run for _, run in self.runs.values()]
         scale = self.config["scale"]
         drawn_run_files = [
@@ -494,14 +500,8 @@ class Plan:
             if impl.uses == "runs"
             for f in self.artifact_run_files(study, impl)
         ]
-        own_tables = [
-            path
-            for table in self.own_study_tables()
-            for path in layout.artifact_files("table", Path(table).stem).values()
-        ]
         return sorted(
             {
-                *self.prepared_datasets(),
                 *(run.data_file(self.real_data) for run in runs),
                 *(run.file(name) for run in runs for name in layout.TRAINING_OUTPUTS.values()),
                 *self.all_study_metrics(),
@@ -512,7 +512,7 @@ class Plan:
                 *self.artifact_files("figure"),
                 *self.artifact_files("table"),
                 *self.artifact_checks_files(),
-                *own_tables,
+                *self.own_study_results(),
                 layout.report_manifest_file(scale),
                 layout.REPORT_PDF,
                 layout.REPORT_TYPST,

@@ -111,10 +111,9 @@ def build_manifest(config: dict) -> dict:
         standin = uses_standin(metrics_file)
         checks = study_run_checks(study, study_scale, metrics_file)
         if study.is_own:
-            table = layout.artifact_files("table", layout.study_summary_stem(name))
             own_studies.append(
                 {"study": name, "description": study.description, "scale": study_scale, "standin": standin,
-                 "files": table}
+                 "files": layout.own_study_files(name)}
             )  # fmt: skip
         for artifact_id in study.artifacts:
             reproduced[artifact_id] = (study, study_scale, drawn[artifact_id], standin, checks)

@@ -1,7 +1,5 @@
 """The results table of a study of your own (`paper: own`), which no published artifact describes.
 
-`python -m bnnrepro.report.study_summary STUDY METRICS_CSV --outputs CSV MD TEX`
-
 One row per method variant (and hyperparameter setting), one column per dataset and test metric at the selected
 evaluation (`train.select_by`), each cell the mean over seeds and data splits (`dataset.split`, the UCI benchmarks'
 replicates) with its standard error; in the table layout of the
@@ -10,14 +8,10 @@ published artifacts (bnnrepro.artifacts.render), without published numbers, so t
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import pandas as pd
 
-from bnnrepro.artifacts.render import TABLE_COLUMNS, save_table, standard_error
+from bnnrepro.artifacts.render import TABLE_COLUMNS, standard_error
 from bnnrepro.layout import PAIR_SEPARATOR
-from bnnrepro.pipeline.job_process import freeze_imported_objects
 
 REPLICATES = ("split",)
 """Hyperparameters averaged over like seeds: a dataset's split K is a replicate of the experiment, not a setting."""
@@ -43,17 +37,3 @@ def study_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     table = groups.agg(ours="mean", ours_error=standard_error, n_runs="count").reset_index()
     table["standin"] = bool(test["standin"].any())
     return table.reindex(columns=TABLE_COLUMNS)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bnnrepro.report.study_summary")
-    parser.add_argument("study")
-    parser.add_argument("metrics", type=Path, help="the study's tidy metrics CSV")
-    parser.add_argument("--outputs", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
-    args = parser.parse_args()
-    save_table(study_summary(pd.read_csv(args.metrics)), *args.outputs)
-
-
-if __name__ == "__main__":
-    freeze_imported_objects()
-    main()

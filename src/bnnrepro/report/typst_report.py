@@ -151,9 +151,10 @@ def _label(value: object) -> str:
     return str(value) if _present(value) else ""
 
 
-def table_from_csv(csv_path: Path) -> str:
+def table_from_csv(csv_path: Path, published: bool = True) -> str:
     """A comparison table CSV (a row per cell) in its paper's layout, rows x columns, breaking across pages with the
-    header repeated; transposed when it has more than `_MAX_TABLE_COLUMNS` columns and fewer rows."""
+    header repeated; transposed when it has more than `_MAX_TABLE_COLUMNS` columns and fewer rows. `published`: the
+    legend of the published values and verdicts (a study of your own has neither)."""
     frame = pd.read_csv(csv_path, dtype={"row": str, "column": str})
     frame["row"], frame["column"] = frame["row"].map(_label), frame["column"].map(_label)
     row_key, column_key = "row", "column"
@@ -179,10 +180,10 @@ def table_from_csv(csv_path: Path) -> str:
         + "".join(f"  {row},\n" for row in body)
         + ")"
     )
-    notes = [_TABLE_LEGEND] + (["† computed on a stand-in dataset"] if standin_rows else [])
-    legend = " + ".join(f"par(text(size: 7.5pt, {typst_str(note)}))" for note in notes)
+    notes = [_TABLE_LEGEND] * published + (["† computed on a stand-in dataset"] if standin_rows else [])
+    legend = "".join(f" + par(text(size: 7.5pt, {typst_str(note)}))" for note in notes)
     size = "8pt" if len(columns) <= _NARROW_COLUMNS else "7pt"
-    return f"text(size: {size}, {table}) + v(0.3em) + {legend}"
+    return f"text(size: {size}, {table}) + v(0.3em){legend}"
 
 
 def _png_size(png: Path) -> tuple[int, int]:
@@ -392,6 +393,9 @@ def render_summary(manifest: dict) -> str:
         if parts:
             title = typst_str(manifest["papers"][paper].get("title", paper))
             lists.append(f"#par(strong({title}) + [: ] + {' + [; ] + '.join(parts)})\n")
+    if own := manifest.get("own_studies"):
+        names = ", ".join(f"{study['study']} ({study['scale']})" for study in own)
+        lists.insert(0, f"#par(strong({typst_str('Studies of your own')}) + [: ] + {typst_str(names)})\n")
     headers = [
         "Work", "Scale", "Artifacts", "Drawn", "Matches", "Differs", "Undetermined", "Not comparable", "Claims hold",
     ]  # fmt: skip
@@ -418,26 +422,47 @@ def render_paper(paper: dict, artifacts: list[dict], root: Path) -> str:
     )
 
 
+def _own_study_file(study: dict, name: str, extension: str, root: Path) -> tuple[Path, str]:
+    """A file of a study of your own (layout.own_study_files) on disk and as a Typst root-relative path."""
+    relative = study["files"][name][extension]
+    path = root / relative
+    if not path.is_file():
+        raise FileNotFoundError(f"study {study['study']}: missing {name} file {path}")
+    return path, "/" + Path(relative).as_posix()
+
+
 def render_own_studies(studies: list[dict], root: Path) -> str:
-    """A section for the studies of your own, each with its description and its table of test metrics ('' when
-    there are none)."""
+    """A section for the studies of your own, before the papers' artifacts: each with its description, the figure of
+    its test metrics per dataset, its methods' average ranks with the critical-difference diagrams, and its table of
+    test metrics ('' when there are none)."""
     if not studies:
         return ""
     entries = []
     for study in studies:
-        csv = root / study["files"]["csv"]
-        if not csv.is_file():
-            raise FileNotFoundError(f"study {study['study']}: missing table {csv}")
+        metrics_png, ranking_png = (
+            _own_study_file(study, name, "png", root) for name in ("metrics_figure", "ranking_figure")
+        )
         entries.append(
             f"#heading(level: 2, raw({typst_str(study['study'])}))\n"
             + (f"#par({typst_str(study['description'])})\n" if study.get("description") else "")
-            + f"#block({table_from_csv(csv)})\n"
+            + f"#{figure_image(*metrics_png)}\n"
+            + f"#par(text(size: 9pt, {typst_str(_RANKING_NOTE)}))\n"
+            + f"#block({table_from_csv(_own_study_file(study, 'ranking', 'csv', root)[0], published=False)})\n"
+            + f"#{figure_image(*ranking_png)}\n"
+            + f"#block({table_from_csv(_own_study_file(study, 'table', 'csv', root)[0], published=False)})\n"
         )
     intro = (
         "Studies outside the five works (paper: own in their study file): the test metrics at each run's selected "
-        "evaluation, mean ± standard error over seeds (n runs)."
+        "evaluation, mean ± standard error over seeds and data splits (n runs)."
     )
     return '#heading(level: 1, "Studies of your own")\n' + f"#par({typst_str(intro)})\n" + "".join(entries)
+
+
+_RANKING_NOTE = (
+    "Average rank of each method over the blocks (a dataset and one replicate: a seed or a data split) where every "
+    "method has a result, 1 = best (n = blocks); the Friedman test and the Nemenyi post-hoc test at 0.05 "
+    "(scikit-posthocs) in the critical-difference diagrams below: methods joined by a bar do not differ significantly."
+)
 
 
 def render_typst(manifest: dict, root: Path) -> str:
@@ -457,8 +482,8 @@ def render_typst(manifest: dict, root: Path) -> str:
             header,
             render_summary(manifest),
             render_provenance(provenance),
-            *papers,
             own,
+            *papers,
             render_configuration(provenance),
         ]
     )

@@ -1,0 +1,89 @@
+"""The report's results of a study of your own (`paper: own`), which no published artifact describes: its table of
+test metrics (`bnnrepro.report.study_summary`), the methods ranked over its datasets and replicates with the
+Friedman and Nemenyi tests (`bnnrepro.report.ranking`), and two figures: each test metric of its task per method with
+its standard error, one panel per dataset, and the critical-difference diagram of each ranked metric.
+
+`python -m bnnrepro.report.own_study STUDY METRICS_CSV --table CSV MD TEX --ranking CSV MD TEX
+--metrics-figure PDF PNG --ranking-figure PDF PNG`
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from bnnrepro.artifacts.render import save_figure, save_table, standard_error
+from bnnrepro.pipeline.job_process import freeze_imported_objects
+from bnnrepro.report.ranking import RANKED_METRICS, draw_critical_differences, ranking_table, study_rankings, study_task
+from bnnrepro.report.study_summary import TEST_PREFIX, row_label, study_summary
+
+
+def metrics_figure(metrics: pd.DataFrame) -> Figure:
+    """Each ranked test metric of the study's task (a row of panels) per dataset (a column): every method's mean
+    over its replicates with the standard error as an error bar."""
+    task = study_task(metrics)
+    shown = [m for m in RANKED_METRICS[task] if (metrics["metric"] == TEST_PREFIX + m).any()]
+    if not shown:
+        return note_figure(f"the runs record none of the {task} metrics {', '.join(RANKED_METRICS[task])}")
+    test = metrics[metrics["metric"].isin([TEST_PREFIX + m for m in shown])].copy()
+    test["entrant"] = [row_label(m, h) for m, h in zip(test["method"], test["hparams"], strict=True)]
+    cells = (
+        test.groupby(["metric", "dataset", "entrant"], sort=False)["value"].agg(["mean", standard_error]).sort_index()
+    )
+    datasets, entrants = list(dict.fromkeys(test["dataset"])), list(dict.fromkeys(test["entrant"]))
+    fig = Figure(figsize=(max(3.2 * len(datasets), 5.0), 0.35 * len(entrants) * len(shown) + 1.2 * len(shown)))
+    axes = fig.subplots(len(shown), len(datasets), squeeze=False, sharey=True)
+    for row, metric in enumerate(shown):
+        for column, dataset in enumerate(datasets):
+            ax = axes[row][column]
+            values = cells.loc[(TEST_PREFIX + metric, dataset)].reindex(entrants)
+            ax.errorbar(values["mean"], range(len(entrants)), xerr=values["standard_error"], fmt="o", ms=4, capsize=2)
+            ax.set_yticks(range(len(entrants)), entrants, fontsize=8)
+            ax.invert_yaxis()
+            ax.set_title(dataset, fontsize=9)
+            ax.set_xlabel(f"test {metric}", fontsize=8)
+            ax.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def note_figure(note: str) -> Figure:
+    """A figure that says why there is nothing to draw."""
+    fig = Figure(figsize=(6.0, 1.0))
+    fig.text(0.5, 0.5, note, ha="center", va="center", fontsize=9)
+    return fig
+
+
+def ranking_figure(rankings) -> Figure:
+    """The critical-difference diagram of each ranked metric, one under the other."""
+    if not rankings:
+        return note_figure("no metric to rank")
+    fig = Figure(figsize=(7.0, 1.9 * len(rankings)))
+    draw_critical_differences(rankings, fig.subplots(len(rankings), 1, squeeze=False)[:, 0])
+    fig.tight_layout()
+    return fig
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bnnrepro.report.own_study")
+    parser.add_argument("study")
+    parser.add_argument("metrics", type=Path, help="the study's tidy metrics CSV")
+    parser.add_argument("--table", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
+    parser.add_argument("--ranking", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
+    parser.add_argument("--metrics-figure", nargs=2, type=Path, required=True, metavar=("PDF", "PNG"))
+    parser.add_argument("--ranking-figure", nargs=2, type=Path, required=True, metavar=("PDF", "PNG"))
+    args = parser.parse_args(argv)
+    metrics = pd.read_csv(args.metrics)
+    save_table(study_summary(metrics), *args.table)
+    rankings = study_rankings(metrics)
+    save_table(ranking_table(rankings, bool(metrics["standin"].any())), *args.ranking)
+    save_figure(metrics_figure(metrics), *args.metrics_figure)
+    save_figure(ranking_figure(rankings), *args.ranking_figure)
+
+
+if __name__ == "__main__":
+    freeze_imported_objects()
+    main()

@@ -1,0 +1,93 @@
+"""The ranking of a study's methods over its datasets and replicates (bnnrepro.report.ranking): ranks per block as
+Demšar (2006) defines them, paired blocks only, the Friedman test that holds on a dominant method and not on methods
+that differ by chance alone (its negative control), and Nemenyi p-values for the critical-difference diagram."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from bnnrepro.report.ranking import (
+    draw_critical_differences,
+    metric_blocks,
+    rank_metric,
+    ranking_table,
+    study_rankings,
+    study_task,
+)
+
+
+def tidy(values: dict[str, list[float]], metric: str = "test_rmse_original", datasets=("a",)) -> pd.DataFrame:
+    """A tidy metrics frame: each method's values over splits 0.. of each dataset (a block per dataset and split)."""
+    rows = [
+        {"method": method, "hparams": f"split={split}", "seed": 0, "dataset": dataset, "metric": metric, "value": v}
+        for dataset in datasets
+        for method, series in values.items()
+        for split, v in enumerate(series)
+    ]
+    frame = pd.DataFrame(rows)
+    frame["standin"] = False
+    return frame
+
+
+def test_ranks_per_block_with_ties_sharing_their_mean_rank_in_the_stated_direction() -> None:
+    metrics = tidy({"x": [1.0, 2.0, 5.0], "y": [2.0, 2.0, 4.0], "z": [3.0, 1.0, 6.0]})
+    lower = rank_metric(metrics, "rmse_original", "lower").average_ranks
+    # block 0: x1 y2 z3; block 1: z1, x and y tie at 2.5; block 2: y1 x2 z3
+    assert lower.to_dict() == pytest.approx({"x": (1 + 2.5 + 2) / 3, "y": (2 + 2.5 + 1) / 3, "z": (3 + 1 + 3) / 3})
+    higher = rank_metric(metrics, "rmse_original", "higher").average_ranks
+    assert higher.to_dict() == pytest.approx({name: 4 - rank for name, rank in lower.items()})
+
+
+def test_a_block_where_one_method_has_no_result_is_left_out() -> None:
+    metrics = tidy({"x": [1.0, 2.0], "y": [2.0, np.nan]})
+    blocks = metric_blocks(metrics, "rmse_original")
+    assert list(blocks.index) == ["a split=0+seed=0"] and list(blocks.columns) == ["x", "y"]
+
+
+def test_settings_are_entrants_and_splits_are_replicates() -> None:
+    metrics = tidy({"x": [1.0, 2.0]})
+    other = metrics.assign(hparams=[f"lr=0.1+split={s}" for s in range(2)], value=[3.0, 4.0])
+    blocks = metric_blocks(pd.concat([metrics, other]), "rmse_original")
+    assert list(blocks.columns) == ["x", "x [lr=0.1]"] and len(blocks) == 2
+
+
+def test_the_friedman_test_finds_a_dominant_method_and_not_chance() -> None:
+    """Twenty blocks: a method better by one noise s.d. in every block is found (p < 0.05, average rank near 1);
+    three exchangeable methods (the same distribution in every block) are not, in at least 90% of draws."""
+    rng = np.random.default_rng(0)
+    dominant = tidy(
+        {"best": list(rng.normal(0, 1, 20) - 1.5), "b": list(rng.normal(0, 1, 20)), "c": list(rng.normal(0, 1, 20))}
+    )
+    ranking = rank_metric(dominant, "rmse_original", "lower")
+    assert ranking.friedman_p < 0.05 and ranking.average_ranks.index[0] == "best"
+    assert ranking.nemenyi_p.loc["best", "b"] < 0.05 and np.allclose(ranking.nemenyi_p, ranking.nemenyi_p.T)
+    false_alarms = sum(
+        rank_metric(tidy({m: list(rng.normal(0, 1, 20)) for m in "abc"}), "rmse_original", "lower").friedman_p < 0.05
+        for _ in range(200)
+    )
+    assert false_alarms <= 20
+
+
+def test_two_methods_or_one_block_get_ranks_but_no_test() -> None:
+    ranking = rank_metric(tidy({"x": [1.0, 2.0], "y": [2.0, 3.0]}), "rmse_original", "lower")
+    assert ranking.friedman_p is None and ranking.nemenyi_p is None and ranking.average_ranks["x"] == 1.0
+
+
+def test_a_studys_task_chooses_its_ranked_metrics_and_the_table_and_diagram_follow() -> None:
+    regression = pd.concat([tidy({m: [1.0 + i, 2.0 + i, 3.0 + i] for i, m in enumerate("xyz")}, metric=metric)
+                            for metric in ("test_rmse_original", "test_nll_original", "test_rmse")])  # fmt: skip
+    assert study_task(regression) == "regression"
+    rankings = study_rankings(regression)
+    assert [r.metric for r in rankings] == ["rmse_original", "nll_original"]
+    table = ranking_table(rankings, standin=False)
+    assert set(table["column"]) == {"rmse_original rank", "nll_original rank"}
+    assert table.set_index(["column", "row"]).loc[("nll_original rank", "x"), "ours"] == 1.0
+    figure = Figure()
+    draw_critical_differences(rankings, figure.subplots(2, 1))
+    assert "Friedman p" in figure.axes[0].get_title()
+    classification = tidy({"x": [0.9, 0.8, 0.7], "y": [0.5, 0.6, 0.4], "z": [0.1, 0.2, 0.3]}, metric="test_accuracy")
+    assert study_task(classification) == "classification"
+    assert study_rankings(classification)[0].average_ranks.index[0] == "x"  # higher accuracy ranks first
