@@ -229,3 +229,51 @@ def test_gradient_variance_and_standard_deviation_by_hand():
     assert gradient_standard_deviation(gradients) == pytest.approx((2 + math.sqrt(12)) / 2)
     with pytest.raises(ValueError, match="K >= 2"):
         gradient_variance(gradients[:1])
+
+
+def uncertainty_metrics_ece(probs: np.ndarray, labels: np.ndarray, num_bins: int) -> float:
+    """ECE as `uncertainty_metrics.numpy.ece` computes it (the repulsive-ensembles code's): top-label confidences
+    placed by `np.digitize` on the upper edges of `np.histogram_bin_edges(range=(0, 1))`, so bins [k/B, (k+1)/B) and
+    confidence 1 in a bin of its own; sum over bins of |accuracy - confidence| x count / N."""
+    confidence, correct = probs.max(1), (probs.argmax(1) == labels).astype(float)
+    upper = np.histogram_bin_edges([], bins=num_bins, range=(0.0, 1.0))[1:]
+    index = np.digitize(confidence, upper)
+    counts = np.bincount(index, minlength=num_bins + 1)
+    filled = counts > 0
+    accuracy = np.bincount(index, weights=correct, minlength=num_bins + 1)[filled] / counts[filled]
+    mean_confidence = np.bincount(index, weights=confidence, minlength=num_bins + 1)[filled] / counts[filled]
+    return float(np.sum(np.abs(accuracy - mean_confidence) * counts[filled]) / len(probs))
+
+
+EDGE_AND_SATURATED = (
+    np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.7, 0.3], [0.6, 0.4], [0.5, 0.5], [0.9, 0.1]]),
+    np.array([1, 0, 1, 0, 1, 0, 0]),
+)
+"""Confidences on the edges of 10 bins (0.5, 0.6, 0.7, 0.9) and saturated ones (1.0, right and wrong)."""
+
+
+@pytest.mark.parametrize("num_bins", [10, 30])
+def test_left_closed_ece_is_the_repulsive_ensembles_codes_on_edge_and_saturated_confidences(num_bins):
+    probs, labels = EDGE_AND_SATURATED
+    ours = expected_calibration_error(torch.as_tensor(probs), torch.as_tensor(labels), num_bins, "left_closed")
+    assert ours == pytest.approx(uncertainty_metrics_ece(probs, labels, num_bins), abs=1e-12)
+
+
+def test_the_two_conventions_bin_edges_and_saturated_confidences_apart():
+    """Right-closed bins put 0.5 with 0.41-0.5 and 1.0 with 0.91-1.0; left-closed ones (on numpy's edges, where the
+    sixth is 0.6000000000000001, so 0.6 falls below it) put 0.5 and 0.6 together and 1.0 alone: the bin counts differ,
+    and so does the ECE, on these inputs; on confidences off every edge the two agree."""
+    probs, labels = (torch.as_tensor(a) for a in EDGE_AND_SATURATED)
+    right = calibration_bins(probs, labels, 10)
+    left = calibration_bins(probs, labels, 10, "left_closed")
+    assert right.counts.tolist() == [0, 0, 0, 0, 1, 1, 1, 0, 1, 3]
+    assert left.counts.tolist() == [0, 0, 0, 0, 0, 2, 1, 0, 0, 1, 3]
+    assert expected_calibration_error(probs, labels, 10) != pytest.approx(
+        expected_calibration_error(probs, labels, 10, "left_closed")
+    )
+    off_edges, random_labels = random_predictions(seed=5)
+    assert expected_calibration_error(off_edges, random_labels, 10) == pytest.approx(
+        expected_calibration_error(off_edges, random_labels, 10, "left_closed")
+    )
+    with pytest.raises(ValueError, match="bin convention"):
+        calibration_bins(probs, labels, 10, "closed")

@@ -71,43 +71,64 @@ def _check_members(member_probs: torch.Tensor, min_members: int = 1) -> None:
 class CalibrationBins(NamedTuple):
     """Per-bin statistics of top-label confidence; accuracy and confidence are NaN in empty bins."""
 
-    edges: torch.Tensor  # [B + 1], k / B
-    counts: torch.Tensor  # [B]
+    edges: torch.Tensor  # [B + 1], k / B (left-closed bins: [B + 2], the last bin [1, 1])
+    counts: torch.Tensor  # [B] (left-closed: [B + 1])
     accuracy: torch.Tensor  # [B], fraction of correct top-label predictions
     confidence: torch.Tensor  # [B], mean of max_c p_c
 
 
-def calibration_bins(probs: torch.Tensor, labels: torch.Tensor, num_bins: int = SDE_BNN_ECE_BINS) -> CalibrationBins:
+BIN_CONVENTIONS = ("right_closed", "left_closed")
+"""How confidences on bin edges are binned: "right_closed", bins (k/B, (k+1)/B] with 0 in the first (ours, and SDE-BNN's
+with confidence 1 kept); "left_closed", bins [k/B, (k+1)/B) and a bin of its own for confidence exactly 1, as the ECE of
+`uncertainty_metrics` (`numpy.ece`: `np.digitize` on the upper edges) that the repulsive-ensembles code calls."""
+
+
+def calibration_bins(
+    probs: torch.Tensor, labels: torch.Tensor, num_bins: int = SDE_BNN_ECE_BINS, convention: str = "right_closed"
+) -> CalibrationBins:
     """Equal-width confidence bins of the reliability diagram (SDE-BNN paper Fig. 6b).
 
-    Confidence is max_c p_c and the prediction argmax_c p_c. Bin k in 0..B-1 holds confidences in (k/B, (k+1)/B];
-    the first bin also holds 0. The papers do not state the edge convention. This right-closed one is that of
-    `uncertainty_metrics`' ECE, which the repulsive-ensembles code calls; the SDE-BNN code's `get_calibration` uses
-    [k/B, (k+1)/B) bins, which lose confidence 1, so it is not followed. Edges are k / B in the dtype of `probs`:
-    a confidence written as the same literal (0.3 for B = 10) lies on the edge and goes to the lower bin.
+    Confidence is max_c p_c and the prediction argmax_c p_c. The papers do not state how a confidence on a bin edge
+    is binned; their codes differ (`BIN_CONVENTIONS`). "right_closed" (the default): bin k in 0..B-1 holds
+    confidences in (k/B, (k+1)/B], the first also 0; the SDE-BNN code's `get_calibration` (`xwinxu/bayeSDE`,
+    `torchbnn/_impl/utils.py`) uses [k/B, (k+1)/B) bins that lose confidence 1, which is not followed. "left_closed":
+    bin k holds [k/B, (k+1)/B) and an extra bin B holds confidence exactly 1, as `uncertainty_metrics`' ECE, which
+    the repulsive-ensembles code (`ratschlab/repulsive_ensembles`) calls. The two differ only for confidences on an
+    edge, saturated ones (1.0) among them. Edges are k / B in the dtype of `probs`: a confidence written as the same
+    literal (0.3 for B = 10) lies on the edge.
     """
     _check_predictions(probs, labels)
     if num_bins < 1:
         raise ValueError(f"num_bins must be at least 1, got {num_bins}")
+    if convention not in BIN_CONVENTIONS:
+        raise ValueError(f"unknown bin convention {convention!r}; use one of {', '.join(BIN_CONVENTIONS)}")
     confidence, prediction = probs.max(-1)
     correct = (prediction == labels).to(probs.dtype)
     edges = torch.arange(num_bins + 1, dtype=probs.dtype, device=probs.device) / num_bins
-    bin_index = (torch.bucketize(confidence, edges, right=False) - 1).clamp(0, num_bins - 1)
+    if convention == "right_closed":
+        bin_index = (torch.bucketize(confidence, edges, right=False) - 1).clamp(0, num_bins - 1)
+    else:  # np.digitize(confidence, upper edges) on np.histogram_bin_edges' float64 edges k * (1 / B), 1 at the end
+        upper = torch.arange(1, num_bins + 1, dtype=torch.float64, device=probs.device) * (1.0 / num_bins)
+        upper[-1] = 1.0
+        bin_index = torch.bucketize(confidence.double(), upper, right=True)
+        edges, num_bins = torch.cat([edges, edges[-1:]]), num_bins + 1
     counts = torch.bincount(bin_index, minlength=num_bins).to(probs.dtype)
     correct_per_bin = torch.zeros_like(counts).index_add_(0, bin_index, correct)
     confidence_per_bin = torch.zeros_like(counts).index_add_(0, bin_index, confidence)
     return CalibrationBins(edges, counts, correct_per_bin / counts, confidence_per_bin / counts)
 
 
-def expected_calibration_error(probs: torch.Tensor, labels: torch.Tensor, num_bins: int = SDE_BNN_ECE_BINS) -> float:
+def expected_calibration_error(
+    probs: torch.Tensor, labels: torch.Tensor, num_bins: int = SDE_BNN_ECE_BINS, convention: str = "right_closed"
+) -> float:
     """ECE = sum_b (|B_b| / N) |acc(B_b) - conf(B_b)| over equal-width confidence bins (Guo et al. 2017).
 
-    SDE-BNN paper §5.2.1 and repulsive-ensembles paper Table 1; bins as in `calibration_bins`. The default of 10
-    bins is the SDE-BNN authors' code's (`xwinxu/bayeSDE`, `torchbnn/_impl/utils.py`; not stated in the paper); pass
-    `REPULSIVE_ECE_BINS` (30) for the repulsive-ensembles Table 1. A fraction: multiply by 100 for SDE-BNN's "ECE
-    (x10^-2)" columns.
+    SDE-BNN paper §5.2.1 and repulsive-ensembles paper Table 1; bins as in `calibration_bins` with `convention`.
+    The default of 10 bins is the SDE-BNN authors' code's (`xwinxu/bayeSDE`, `torchbnn/_impl/utils.py`; not stated
+    in the paper); pass `REPULSIVE_ECE_BINS` (30) and "left_closed" for the repulsive-ensembles Table 1, in that
+    code's convention. A fraction: multiply by 100 for SDE-BNN's "ECE (x10^-2)" columns.
     """
-    bins = calibration_bins(probs, labels, num_bins)
+    bins = calibration_bins(probs, labels, num_bins, convention)
     filled = bins.counts > 0
     gaps = (bins.accuracy[filled] - bins.confidence[filled]).abs()
     return float((bins.counts[filled] * gaps).sum() / bins.counts.sum())

@@ -4,8 +4,9 @@ ResNet32 (OOD: SVHN), from the `ood_detection` evaluation of every run of study 
 
 Columns (the paper's §4, Table 1): AUROC(H) and AUROC(MD), OOD detection by the predictive entropy and by the members'
 model disagreement; accuracy (%); H_o/H_t and MD_o/MD_t, the mean entropy and disagreement on OOD over test
-inputs; ECE (30 equal-width bins, the authors' code: `ratschlab/repulsive_ensembles`,
-`training/training_mnist_hyper.py`, `training/training_mnist_corruption.py`) and NLL (the mean of -log p(y | x), not the
+inputs; ECE (30 equal-width bins, left-closed with a bin of its own for confidence 1, the authors' code:
+`ratschlab/repulsive_ensembles`, `training/training_mnist_hyper.py`, `training/training_mnist_corruption.py`, which
+calls `uncertainty_metrics`' ece) and NLL (the mean of -log p(y | x), not the
 code's log of the mean). Over seeds: the mean of each per-run metric ± its standard error std / sqrt(seeds) (the paper
 does not say what its ± is; the authors' aggregator divides the std by the number of seeds); the two ratios are ratios
 of seed means, as the authors' `generate_results.py`, ± their delta-method standard error.
@@ -56,7 +57,7 @@ def run_metrics(arrays: dict[str, np.ndarray]) -> dict[str, float]:
         "AUROC(H)": ood_auroc(scores["test_entropy"], scores["ood_entropy"]),
         "AUROC(MD)": ood_auroc(scores["test_disagreement"], scores["ood_disagreement"]),
         "accuracy": 100 * accuracy(probs, labels),
-        "ECE": expected_calibration_error(probs, labels, REPULSIVE_ECE_BINS),
+        "ECE": expected_calibration_error(probs, labels, REPULSIVE_ECE_BINS, "left_closed"),
         "NLL": negative_log_likelihood(probs, labels),
     }
     return metrics | {key: float(values.mean()) for key, values in scores.items()}
@@ -112,7 +113,8 @@ def table1_note(scale: str) -> str:
         f"{scale} scale. " + "; ".join(parts) + f". OOD: the first {ood or 'all'} test images of MNIST / SVHN."
         " ± is the standard error over seeds (std/√seeds; the ratios: delta method); the paper does not say"
         " what its ± is (the authors' code, `ratschlab/repulsive_ensembles` `utils/generate_results.py`:"
-        " std/seeds)." + standin
+        " std/seeds). ECE: 30 equal-width bins in the authors' convention, [k/30, (k+1)/30) and a bin of its own for"
+        " confidence 1 (`uncertainty_metrics`' ece, which their code calls)." + standin
     )
 
 
