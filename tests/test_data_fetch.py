@@ -121,11 +121,12 @@ def test_real_uci_and_mocap_through_dvc_from_a_loopback_mirror(tmp_path: Path) -
         project = copy_project(tmp_path / "project")
         run(["git", "init", "-q"], project)
         run(["dvc", "init", "-q"], project)
-        # The whole workflow at paper scale with no study and the real downloads as its datasets, then the report.
+        # The whole workflow at paper scale with no study and the real downloads as its datasets (rule `data`
+        # prepares them), then the report.
         datasets = f"datasets=[{','.join([*UCI_FOLDERS, 'cmu_mocap35'])}]"
         config = ["scale=paper", f"data_mirror=http://127.0.0.1:{server.server_address[1]}/", "studies=[]", datasets]
-        run(["snakemake", "--cores", "2", "--config", *config], project)
-        assert "Nothing to be done" in run(["snakemake", "-n", "--config", *config], project).stdout
+        run(["snakemake", "--cores", "2", "all", "data", "--config", *config], project)
+        assert "Nothing to be done" in run(["snakemake", "-n", "all", "data", "--config", *config], project).stdout
     finally:
         server.shutdown()
         server.server_close()

@@ -15,9 +15,9 @@ from bnnrepro.methods import METHOD_MODULES
 from bnnrepro.paths import train_config_dir
 from bnnrepro.pipeline import method_tasks as method_tasks_module
 from bnnrepro.pipeline import studies
-from bnnrepro.pipeline.method_tasks import KNOWN_TASKS, dataset_task, method_tasks, methods_taking, task_table, why_not
+from bnnrepro.pipeline.method_tasks import KNOWN_TASKS, method_tasks, methods_taking, task_table, why_not
 from bnnrepro.pipeline.studies import task_mismatch
-from bnnrepro.train_configs import SCALES
+from bnnrepro.train_configs import SCALES, dataset_task
 from tests.conftest import ROOT
 
 

@@ -43,7 +43,7 @@ def count_lines(blocks: list[tuple[str, str, str]]) -> tuple[int, int]:
 def test_the_readme_walkthrough_adds_a_dataset_and_study_that_reach_the_report(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
     blocks = walkthrough_blocks(readme)
-    assert count_lines(blocks) == (6, 32)  # the README's claim: six small files (32 lines) and no code
+    assert count_lines(blocks) == (3, 24)  # the README's claim: three small files (24 lines) and no code
     project = copy_project(tmp_path / "project")
     for action, path, text in blocks:
         target = project / path

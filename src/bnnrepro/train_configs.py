@@ -1,8 +1,10 @@
 """The files of config/train that a training job's Hydra composition reads, so that each is an input of the job.
 
 `python -m bnnrepro.train` composes config/train/config.yaml with one option of each group (method/, dataset/,
-scale/, and the optional protocol/<dataset>_<scale>.yaml); an option's file may extend others of its group through its
-defaults list (method/sdebnn_cifar10.yaml -> sdebnn_mnist.yaml -> sdebnn.yaml). Editing any of these files must rerun
+scale/, and the optional protocol/<dataset>_<scale>.yaml, or the defaults of the dataset's task at that scale,
+protocol/<task>_<scale>.yaml, that the workflow selects for a dataset without one: `protocol_override`); an option's
+file may extend others of its group through its defaults list (method/sdebnn_cifar10.yaml -> sdebnn_mnist.yaml ->
+sdebnn.yaml). Editing any of these files must rerun
 exactly the runs that compose it: the workflow makes them inputs of rule `train` (`composed_files`).
 """
 
@@ -74,24 +76,30 @@ def composed_files(overrides: list[str], groups: tuple[str, ...] = GROUPS) -> li
     """Project-relative paths of the config/train files that composing `overrides` (key=value Hydra overrides, e.g.
     a workflow run's) reads: config.yaml, each group's option and its parents, and the protocol file if there is one.
     With `groups`, only the option files of those groups."""
-    options = default_options()
+    options = default_options() | {"protocol": None}
     for override in overrides:
         key, _, value = override.partition("=")
-        if key in GROUPS:
+        if key in (*GROUPS, "protocol"):
             options[key] = value
-    return list(_selected_files(project_root(), tuple(options[group] for group in GROUPS), groups))
+    selected = tuple(options[group] for group in GROUPS)
+    return list(_selected_files(project_root(), selected, options["protocol"], groups))
 
 
 @cache
-def _selected_files(root: Path, selected: tuple[str, ...], groups: tuple[str, ...]) -> tuple[str, ...]:
-    """`composed_files` of one option per group of GROUPS (`selected`), in the project at `root`: the same for every
-    run of a method variant on a dataset at a scale (the workflow asks for thousands of runs), so found once per
-    process, as `read_config_file` reads each file once."""
+def _selected_files(
+    root: Path, selected: tuple[str, ...], protocol_option: str | None, groups: tuple[str, ...]
+) -> tuple[str, ...]:
+    """`composed_files` of one option per group of GROUPS (`selected`) and a `protocol=` override, if any, in the
+    project at `root`: the same for every run of a method variant on a dataset at a scale (the workflow asks for
+    thousands of runs), so found once per process, as `read_config_file` reads each file once."""
     options = dict(zip(GROUPS, selected, strict=True))
     files = [train_config_dir() / "config.yaml"] if groups == GROUPS else []
     for group in groups:
         files += option_files(group, options[group])
-    protocol = protocol_file(options["dataset"], options["scale"])
+    if protocol_option is not None:
+        protocol = train_config_dir() / "protocol" / f"{protocol_option}.yaml"
+    else:
+        protocol = protocol_file(options["dataset"], options["scale"])
     if groups == GROUPS and protocol.is_file():
         files.append(protocol)
     return tuple(str(path.relative_to(root)) for path in dict.fromkeys(files))
@@ -106,22 +114,53 @@ def protocol_file(dataset: str, scale: str) -> Path:
     return train_config_dir() / "protocol" / f"{dataset}_{scale}.yaml"
 
 
+def task_protocol_file(task: str | None, scale: str) -> Path:
+    """config/train/protocol/<task>_<scale>.yaml: the protocol of a dataset of `task` that has none of its own."""
+    return train_config_dir() / "protocol" / f"{task}_{scale}.yaml"
+
+
+def dataset_task(name: str) -> str | None:
+    """The `task` that config/train/dataset/<name>.yaml sets, itself or through its defaults list (uci_boston -> uci:
+    regression), as `config_method_name` reads a method's name; None when none sets one. Read with the files the
+    workflow reads anyway (`read_config_file`): merging them (`registry.dataset_config`) took 2 ms a dataset."""
+    cfg = read_config_file(train_config_dir() / "dataset" / f"{name}.yaml") or {}
+    if "task" in cfg:
+        return cfg["task"]
+    parents = [entry for entry in cfg.get("defaults", []) if isinstance(entry, str) and entry != "_self_"]
+    return dataset_task(parents[0]) if parents else None
+
+
+def protocol_override(dataset: str, scale: str) -> list[str]:
+    """`protocol=<task>_<scale>` for a dataset without a protocol file of its own at `scale` whose task has default
+    ones (config/train/protocol/regression_default.yaml, ...), else nothing (its own file is Hydra's default)."""
+    if protocol_file(dataset, scale).is_file() or not task_protocol_file(dataset_task(dataset), scale).is_file():
+        return []
+    return [f"protocol={dataset_task(dataset)}_{scale}"]
+
+
+def run_protocol_file(dataset: str, scale: str) -> Path:
+    """The protocol file a run on `dataset` at `scale` composes: the dataset's own, else its task's default."""
+    own = protocol_file(dataset, scale)
+    return own if own.is_file() else task_protocol_file(dataset_task(dataset), scale)
+
+
 def check_protocol_files(runs: Iterable, scale: str) -> None:
     """Raise FileNotFoundError naming the protocol files to add when a dataset the `runs` train on has none at
-    `scale` (config.yaml's train/optim defaults would train it 100 epochs and select by val_accuracy, which a
-    regression dataset does not record; an explicit protocol says how long and by what metric), and ValueError when
-    one lacks its `GLOBAL_PACKAGE` first line."""
+    `scale`, neither of its own nor of its task (config.yaml's train/optim defaults would train it 100 epochs and
+    select by val_accuracy, which a regression dataset does not record; an explicit protocol says how long and by
+    what metric), and ValueError when one lacks its `GLOBAL_PACKAGE` first line."""
     datasets = {run.dataset for run in runs}
-    missing = sorted(name for name in datasets if not protocol_file(name, scale).is_file())
+    missing = sorted(name for name in datasets if not run_protocol_file(name, scale).is_file())
     if missing:
         files = [str(protocol_file(name, s).relative_to(project_root())) for name in missing for s in SCALES]
+        defaults = {str(task_protocol_file(dataset_task(name), scale).relative_to(project_root())) for name in missing}
         raise FileNotFoundError(
             f"dataset(s) {', '.join(missing)} have no protocol file at scale {scale!r}: add {', '.join(files)} "
             "(each sets train.epochs, batch_size, eval_every, checkpoint_every and select_by; see "
-            "config/train/protocol/spirals_smoke.yaml)"
+            f"config/train/protocol/spirals_smoke.yaml), or their task's defaults ({', '.join(sorted(defaults))})"
         )
     for name in sorted(datasets):
-        path = protocol_file(name, scale)
+        path = run_protocol_file(name, scale)
         if path.read_text().splitlines()[:1] != [GLOBAL_PACKAGE]:
             raise ValueError(
                 f"{path.relative_to(project_root())}: its first line must be '{GLOBAL_PACKAGE}', which puts its train: "

@@ -23,9 +23,7 @@ from pathlib import Path
 
 from bnnrepro import methods
 from bnnrepro.methods import METHOD_MODULES
-from bnnrepro.paths import train_config_dir
 from bnnrepro.pipeline.dag_cache import cached, files_digest
-from bnnrepro.train_configs import read_config_file
 
 KNOWN_TASKS = ("classification", "regression", "forecasting", "sampling")
 """The tasks of config/train/dataset/*.yaml."""
@@ -80,17 +78,6 @@ def why_not(method: str, task: str) -> str | None:
 def methods_taking(task: str, record: Path | None = None) -> list[str]:
     """The Hydra method names that take `task`, sorted."""
     return sorted(name for name, tasks in method_tasks(record).items() if task in tasks)
-
-
-def dataset_task(name: str) -> str | None:
-    """The `task` that config/train/dataset/<name>.yaml sets, itself or through its defaults list (uci_boston -> uci:
-    regression), as `config_method_name` reads a method's name; None when none sets one. Read with the files the
-    workflow reads anyway (`read_config_file`): merging them (`registry.dataset_config`) took 2 ms a dataset."""
-    cfg = read_config_file(train_config_dir() / "dataset" / f"{name}.yaml") or {}
-    if "task" in cfg:
-        return cfg["task"]
-    parents = [entry for entry in cfg.get("defaults", []) if isinstance(entry, str) and entry != "_self_"]
-    return dataset_task(parents[0]) if parents else None
 
 
 def task_table() -> str:

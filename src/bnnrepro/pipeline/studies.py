@@ -23,8 +23,8 @@ from bnnrepro.files import read_yaml
 from bnnrepro.methods import config_method_name
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
 from bnnrepro.pipeline.dag_cache import cached, files_digest
-from bnnrepro.pipeline.method_tasks import dataset_task, method_tasks, methods_taking, why_not
-from bnnrepro.train_configs import SCALES, compose_config, composed_files
+from bnnrepro.pipeline.method_tasks import method_tasks, methods_taking, why_not
+from bnnrepro.train_configs import SCALES, compose_config, composed_files, dataset_task
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -206,7 +206,8 @@ def load_study(name: str, record: Path | None = None) -> Study:
         _check(_study(name, raw), path.relative_to(project_root()))
         return True
 
-    cached(record, f"checked_study:{name}", files_digest([path, STUDY_SCHEMA, registry_file()]), check)
+    methods = sorted(p.stem for p in (train_config_dir() / "method").glob("*.yaml"))  # identity variants' configs
+    cached(record, f"checked_study:{name}", files_digest([path, STUDY_SCHEMA, registry_file()], *methods), check)
     return _study(name, raw)
 
 
@@ -218,9 +219,26 @@ def _study(name: str, raw: dict) -> Study:
         tuple(raw.get("artifacts", [])),
         raw["grids"],
         raw.get("scales", {}),
-        raw["method_variants"],
+        _with_identity_variants(raw),
         raw.get("common", {}),
     )
+
+
+def _with_identity_variants(raw: dict) -> dict:
+    """The study's method variants, and `{method: <name>}` for each method a grid names without a variant of that
+    name whose config/train/method/<name>.yaml exists (a study lists `method: [gp, mfvi]` and nothing else for the
+    methods as configured)."""
+    variants = dict(raw.get("method_variants") or {})
+    grids = [raw["grids"], *(raw.get("scales") or {}).values()]
+    named = {m for grid_set in grids for grid in (grid_set or {}).values() for m in _listed(grid.get("method"))}
+    for method in sorted(named - set(variants)):
+        if (train_config_dir() / "method" / f"{method}.yaml").is_file():
+            variants[method] = {"method": method}
+    return variants
+
+
+def _listed(value: object) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _check(study: Study, path: Path) -> None:

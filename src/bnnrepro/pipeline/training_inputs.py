@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.pipeline.sources import source_files
-from bnnrepro.train_configs import composed_files
+from bnnrepro.train_configs import composed_files, protocol_override
 
 if TYPE_CHECKING:
     from bnnrepro.pipeline.studies import Run, Study
@@ -33,7 +33,7 @@ def training_code(study: Study, run: Run, record: Path | None = None) -> list[st
 
 def training_overrides(study: Study, run: Run, scale: str, real_data: Collection[str] | str = ()) -> list[str]:
     """The run's Hydra overrides that say what it composes (the workflow adds its run folder, device and threads)."""
-    return [*study.overrides(run, real_data), f"scale={scale}"]
+    return [*study.overrides(run, real_data), f"scale={scale}", *protocol_override(run.dataset, scale)]
 
 
 def training_configs(study: Study, run: Run, scale: str, real_data: Collection[str] | str = ()) -> list[str]:
