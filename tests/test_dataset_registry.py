@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +28,8 @@ from bnnrepro.data.registry import (
 from bnnrepro.overrides import quote_path_values
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.train import compose_config
-from bnnrepro.train_configs import check_protocol_files
+from bnnrepro.train_configs import check_protocol_files, protocol_override, run_protocol_file
+from tests.conftest import ROOT
 
 DIABETES = {
     "title": "Diabetes progression (scikit-learn)",
@@ -250,10 +252,19 @@ def test_real_data_below_paper_is_a_setting_of_its_own() -> None:
         check_real_data(["mnsit"])
 
 
-def test_a_dataset_without_protocol_files_names_the_files_to_add() -> None:
+def test_a_dataset_without_protocol_files_takes_its_tasks_defaults_or_names_the_files_to_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     runs = load_study("sdebnn_toy").runs("smoke")
     check_protocol_files(runs, "smoke")
     other = [type(run)(**{**run.__dict__, "dataset": "svhn"}) for run in runs[:1]]
+    check_protocol_files(other, "smoke")  # svhn has none of its own: the defaults of classification
+    assert run_protocol_file("svhn", "smoke").name == "classification_smoke.yaml"
+    assert protocol_override("svhn", "smoke") == ["protocol=classification_smoke"]
+    assert protocol_override("sdebnn_toy", "smoke") == []  # its own file is Hydra's default
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    (tmp_path / "config/train/protocol/classification_smoke.yaml").unlink()
+    monkeypatch.setenv("BNNREPRO_ROOT", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="add config/train/protocol/svhn_smoke.yaml, .*_paper.yaml"):
         check_protocol_files(other, "smoke")
 

@@ -87,9 +87,13 @@ def test_a_registry_function_that_does_not_resolve_fails_before_any_job(project:
 
 
 def test_a_dataset_without_protocol_files_is_named_with_the_files_to_add(project: Path) -> None:
+    """Spirals without its own protocol file takes the defaults of classification; without those too, the dry run
+    names the files to add."""
     (project / "config/train/protocol/spirals_smoke.yaml").unlink()
+    (project / "config/train/protocol/classification_smoke.yaml").unlink()
     message = dry_run_error(project, "scale=smoke")
     assert "spirals have no protocol file at scale 'smoke': add config/train/protocol/spirals_smoke.yaml" in message
+    assert "or their task's defaults (config/train/protocol/classification_smoke.yaml)" in message
 
 
 def test_an_unknown_real_data_name_is_named(project: Path) -> None:

@@ -90,7 +90,12 @@ def own_study_outputs():
     for name, files in layout.own_study_files().items():
         for extension, path in files.items():
             if extension in ("csv", "pdf"):
-                path = report(path, caption="../report/metrics.rst", category="Studies of your own", labels={"study": "{study}", "result": name})
+                path = report(
+                    path,
+                    caption="../report/metrics.rst",
+                    category="Studies of your own",
+                    labels={"study": "{study}", "result": name},
+                )
             outputs[f"{name}_{extension}"] = path
     return outputs
 
