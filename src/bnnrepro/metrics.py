@@ -42,13 +42,15 @@ def root_mean_squared_error(samples: torch.Tensor, targets: torch.Tensor) -> flo
     return float((samples.mean(0) - targets).pow(2).mean().sqrt())
 
 
-def gaussian_predictive_nll(samples: torch.Tensor, targets: torch.Tensor, noise_variance: float) -> float:
+def gaussian_predictive_nll(
+    samples: torch.Tensor, targets: torch.Tensor, noise_variance: float | torch.Tensor
+) -> float:
     """Regression: the negative log-likelihood per datum of `targets` under the Gaussian predictive
-    N(mean_s f_s, var_s f_s + noise_variance) of each output, moment-matched to the samples f_s (population variance),
-    summed over outputs and averaged over data points; in float64. The negated Gaussian predictive test
-    log-likelihood of the UCI benchmarks (Hernandez-Lobato & Adams 2015, §5), which thesis Tables 3.1 and 5.1
-    report. It is inf where the noise variance is infinite (a Cauchy likelihood's), inf or nan where the predictive
-    variance is 0 (a single sample and no noise)."""
+    N(mean_s f_s, var_s f_s + noise_variance) of each output (`noise_variance` a constant or one per target [N, D]),
+    moment-matched to the samples f_s (population variance), summed over outputs and averaged over data points; in
+    float64. The negated Gaussian predictive test log-likelihood of the UCI benchmarks (Hernandez-Lobato & Adams
+    2015, §5), which thesis Tables 3.1 and 5.1 report. It is inf where the noise variance is infinite (a Cauchy
+    likelihood's), inf or nan where the predictive variance is 0 (a single sample and no noise)."""
     samples, targets = samples.double(), targets.double()
     variance = samples.var(0, unbiased=False) + noise_variance
     log_density = -0.5 * (math.log(2 * math.pi) + variance.log() + (targets - samples.mean(0)).square() / variance)
@@ -301,7 +303,10 @@ def forecasting_metrics(samples: torch.Tensor, y: torch.Tensor, noise_variance: 
 
 
 def regression_metrics(
-    samples: torch.Tensor, y: torch.Tensor, noise_variance: float, target_standardisation: tuple[float, float]
+    samples: torch.Tensor,
+    y: torch.Tensor,
+    noise_variance: float | torch.Tensor,
+    target_standardisation: tuple[float, float],
 ) -> dict[str, float]:
     """RMSE of the sample-mean prediction and the Gaussian predictive NLL per datum (`gaussian_predictive_nll`) of
     mean-function samples [S, N, D] with observation noise of `noise_variance`, in the data's units and, undoing

@@ -26,6 +26,7 @@ from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import peak_memory_mib
 from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method, own_training_job
+from bnnrepro.methods.protocol import observation_variance
 from bnnrepro.metrics import classification_metrics, forecasting_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
 from bnnrepro.optim import (
@@ -72,8 +73,8 @@ def evaluate(
     Classification: accuracy, NLL and ECE of `method.predict(x)` (predictive probabilities [N, C]).
     Forecasting: the MSE and NLL of `method.predict(x)`'s forecasts [S, N, L, D] (`forecasting_metrics`).
     Regression: RMSE of the predictive mean (the mean over `method.predict(x)`'s samples [S, N, D]) and the Gaussian
-    predictive NLL with `method.noise_variance()`, in the data's units and in the original units of targets
-    standardised with `target_standardisation` (mean, std) (Splits.target_standardisation)."""
+    predictive NLL with the method's observation noise (`observation_variance`), in the data's units and in the
+    original units of targets standardised with `target_standardisation` (mean, std) (Splits.target_standardisation)."""
     method.eval()
     values = {}
     for split in splits:
@@ -85,7 +86,8 @@ def evaluate(
         elif task == "forecasting":
             split_values = forecasting_metrics(method.predict(x), y, method.noise_variance())
         else:
-            split_values = regression_metrics(method.predict(x), y, method.noise_variance(), target_standardisation)
+            noise = observation_variance(method, x)
+            split_values = regression_metrics(method.predict(x), y, noise, target_standardisation)
         values.update({f"{split}_{name}": value for name, value in split_values.items()})
     return values
 

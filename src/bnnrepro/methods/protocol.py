@@ -18,7 +18,7 @@ Laplace approximation fits its posterior in `fit_posterior` (bnnrepro.methods.la
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -72,6 +72,23 @@ class Method(Protocol):
     def prepare_resume(self, state: dict) -> None:
         """Shape the module like the checkpoint's state_dict `state`, so that it loads."""
         ...
+
+
+@runtime_checkable
+class InputDependentNoise(Protocol):
+    """An optional hook of a regression method whose observation noise depends on the input (a heteroscedastic
+    likelihood: the deep ensemble's variance heads, Lakshminarayanan et al. 2017 §2.2.1); the evaluation adds it to
+    the spread of `predict`'s samples in place of `noise_variance()` (`observation_variance`)."""
+
+    def noise_variance_at(self, x: torch.Tensor) -> torch.Tensor:
+        """The predictive's observation-noise variance at each input [N, D], in the training data's units."""
+        ...
+
+
+def observation_variance(method: Method, x: torch.Tensor) -> torch.Tensor | float:
+    """The observation-noise variance the predictive adds at inputs x: per input for a method with
+    `InputDependentNoise`, else its constant `noise_variance()`."""
+    return method.noise_variance_at(x) if isinstance(method, InputDependentNoise) else method.noise_variance()
 
 
 HOOKS = tuple(name for name, value in vars(Method).items() if callable(value) and not name.startswith("_"))

@@ -135,33 +135,63 @@ class GaussianProcessRegression(LossMinimiser, FixedArchitectureMethod):
 
 
 class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
-    """K independently initialised MLPs (Lakshminarayanan et al. 2017) held as stacked weights, trained on the sum
-    of their mean squared errors: member k's gradient is that of its own MSE, so with Adam's per-parameter
-    updates each member trains exactly as it would alone."""
+    """K independently initialised MLPs (Lakshminarayanan et al. 2017) held as stacked weights, each trained on its
+    own loss and the losses summed: member k's gradient is that of its own loss, so with Adam's per-parameter
+    updates each member trains exactly as it would alone.
 
-    def __init__(self, num_features: int, num_members: int, hidden_widths: Sequence[int], activation: str):
+    Without variance heads (SDE-BNN Fig. 10) a member outputs a mean and trains on its squared error; the predictive
+    is the members' spread. With them (`variance_heads`, Lakshminarayanan et al. 2017 §2.2.1, their UCI benchmark) a
+    member outputs a mean mu_k(x) and a variance sigma_k^2(x) = softplus(.) + 1e-6 and trains on the Gaussian negative
+    log-likelihood; the predictive is the uniform mixture over members, moment-matched (their §2.4): mean mean_k mu_k,
+    variance var_k mu_k + mean_k sigma_k^2, i.e. `predict`'s spread plus `noise_variance_at`."""
+
+    MINIMUM_VARIANCE = 1e-6
+    """Added to the softplus of a variance head (Lakshminarayanan et al. 2017 §2.2.1)."""
+
+    def __init__(
+        self,
+        num_features: int,
+        num_members: int,
+        hidden_widths: Sequence[int],
+        activation: str,
+        variance_heads: bool = False,
+    ):
         super().__init__()
-        layers = [uniform_linear_init(num_members, *size) for size in layer_sizes(num_features, hidden_widths, 1)]
+        outputs = 2 if variance_heads else 1
+        layers = [uniform_linear_init(num_members, *size) for size in layer_sizes(num_features, hidden_widths, outputs)]
         self.weights = nn.ParameterList(weight for weight, _ in layers)
         self.biases = nn.ParameterList(bias for _, bias in layers)
-        self.activation = ACTIVATIONS[activation]
+        self.activation, self.variance_heads = ACTIVATIONS[activation], variance_heads
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Member outputs [K, B, 1] for inputs x [B, D]."""
-        return batched_mlp(x.expand(len(self.weights[0]), *x.shape), self.weights, self.biases, self.activation)
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Member means [K, B, 1] for inputs x [B, D], and their variances [K, B, 1] (None without variance heads)."""
+        outputs = batched_mlp(x.expand(len(self.weights[0]), *x.shape), self.weights, self.biases, self.activation)
+        if not self.variance_heads:
+            return outputs, None
+        return outputs[..., :1], nn.functional.softplus(outputs[..., 1:]) + self.MINIMUM_VARIANCE
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
-        return (self(x) - y).pow(2).mean(dim=(1, 2)).sum()
+        means, variances = self(x)
+        if variances is None:
+            return (means - y).pow(2).mean(dim=(1, 2)).sum()
+        nll = 0.5 * (variances.log() + (y - means).pow(2) / variances)  # per member and datum, without log(2 pi)/2
+        return nll.mean(dim=(1, 2)).sum()
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """The K member predictions [K, N, 1]."""
-        return self(x)
+        """The K member means [K, N, 1]."""
+        return self(x)[0]
 
     def noise_variance(self) -> float:
-        """0: trained on the MSE, the members model no observation noise (no variance head, unlike
-        Lakshminarayanan et al. 2017's), so the predictive's spread is the members' disagreement alone."""
+        """0: the members model no constant observation noise. Without variance heads the predictive's spread is the
+        members' disagreement alone; with them it adds `noise_variance_at`."""
         return 0.0
+
+    @torch.no_grad()
+    def noise_variance_at(self, x: torch.Tensor) -> torch.Tensor | float:
+        """The mean over members of their variances at x [N, 1] (0.0 without variance heads)."""
+        variances = self(x)[1]
+        return 0.0 if variances is None else variances.mean(0)
 
 
 class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
@@ -231,7 +261,7 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> FixedArchitectureMethod:
             spec.num_features, cfg.lengthscale, cfg.signal_variance, cfg.noise_variance, cfg.eval_samples
         )
     if cfg.name == "deep_ensemble":
-        return DeepEnsemble(spec.num_features, cfg.num_members, cfg.hidden_widths, cfg.activation)
+        return DeepEnsemble(spec.num_features, cfg.num_members, cfg.hidden_widths, cfg.activation, cfg.variance_heads)
     if cfg.name == "mfvi":
         likelihood = RegressionLikelihood(cfg.likelihood.scale, "gaussian", cfg.likelihood.learn_scale)
         return MeanFieldBNN(
