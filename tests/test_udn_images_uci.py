@@ -17,11 +17,13 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import catalog_entry
 from bnnrepro.data.images import class_labels
 from bnnrepro.data.spec import DataSpec
+from bnnrepro.distributions import RegressionLikelihood
 from bnnrepro.inference.depth_posteriors import FixedDepth, PointMassPrior, ShiftedPoissonPrior, TruncatedPoisson
 from bnnrepro.methods import depth_networks
 from bnnrepro.methods.depth_networks import DepthNetworkMethod
 from bnnrepro.models.bottleneck_generator import bottleneck_resnet_layer, pooled_linear_head
 from bnnrepro.models.unbounded_depth import UnboundedDepthNetwork, fully_connected_layer, linear_head
+from bnnrepro.optim import Adam
 from bnnrepro.train import evaluate
 
 WIDTH = 1 / 16  # stem 4 channels, stages 4 / 8 / 16 wide: every stage exercised in milliseconds
@@ -119,10 +121,10 @@ def test_fit_posterior_estimates_new_layers_batch_norm_statistics():
         torch.testing.assert_close(udn.network.state_dict()[key], value, rtol=0, atol=0)
 
 
-def uci_method(depth_posterior, prior):
+def uci_method(depth_posterior, prior, noise=None):
     torch.manual_seed(0)
     network = UnboundedDepthNetwork(fully_connected_layer(4, 8), linear_head(8, 1))
-    return DepthNetworkMethod(network, depth_posterior, prior, 1.0, task="regression")
+    return DepthNetworkMethod(network, depth_posterior, prior, 1.0, task="regression", noise=noise)
 
 
 def test_regression_elbo_is_a_unit_variance_gaussian():
@@ -136,6 +138,26 @@ def test_regression_elbo_is_a_unit_variance_gaussian():
     mean = torch.einsum("d,dbc->bc", log_q.exp(), udn.network(x, depths))
     torch.testing.assert_close(udn.predict(x), mean[None])
     assert udn.noise_variance() == 1.0
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_learned_noise_fits_the_residual_variance() -> None:
+    """`method.noise.learn_scale`: the likelihood's scale is trained with the weights (in the weights' Adam group) and
+    reaches the mean squared residual of the network's fit (the maximum-likelihood noise given the fit), well below the
+    targets' variance 0.25; the UDN paper's unit variance stays 1 (the negative control)."""
+    g = torch.Generator().manual_seed(4)
+    x, y = torch.randn(256, 4, generator=g), 0.5 * torch.randn(256, 1, generator=g)
+    for learn in (True, False):
+        torch.manual_seed(0)
+        noise = RegressionLikelihood(1.0, "gaussian", learn_scale=learn)
+        udn = uci_method(FixedDepth(2), PointMassPrior(), noise)  # a finite network: the UDN's likelihood, fast
+        optimizer = Adam(udn.parameter_groups(0.01, 0.1))
+        for _ in range(400):
+            udn.training_step(x, y, len(x), optimizer)
+        residual = float((udn.predict(x)[0] - y).square().mean())
+        expected = residual if learn else 1.0
+        assert udn.noise_variance() == pytest.approx(expected, rel=0.3)
+        assert (udn.noise_variance() < 0.3) == learn
 
 
 def test_uci_rmse_in_original_units_is_the_standardised_rmse_times_the_target_std():

@@ -185,8 +185,11 @@ def study_summary_stem(study: str = "{study}") -> str:
 
 
 OWN_STUDY_OUTPUTS = {"table": ("table", ""), "ranking": ("table", "_ranking"), "metrics_figure": ("figure", "_metrics"),
-                     "ranking_figure": ("figure", "_ranking")}  # fmt: skip
-"""What the report shows of a study of your own (bnnrepro.report.own_study): {name: (output kind, stem suffix)}."""
+                     "ranking_figure": ("figure", "_ranking"), "selection": ("table", "_selection"),
+                     "published": ("table", "_published")}  # fmt: skip
+"""What the report shows of a study of your own (bnnrepro.report.own_study): {name: (output kind, stem suffix)}; a
+benchmark's settings chosen by validation and its published numbers (empty tables for a study without a
+`benchmark:` block)."""
 
 
 def own_study_files(study: str = "{study}") -> dict[str, dict[str, str]]:

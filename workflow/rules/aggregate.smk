@@ -24,11 +24,13 @@ rule aggregate:
 
 # A study of your own (`paper: own`): a table of its test metrics (mean and standard error over seeds and splits), the
 # methods ranked over its datasets and replicates (Friedman and Nemenyi tests), a figure of each test metric per
-# dataset and the critical-difference diagrams (bnnrepro.report.own_study).
+# dataset and the critical-difference diagrams (bnnrepro.report.own_study); a benchmark's settings chosen on its
+# validation splits and its published numbers beside ours (bnnrepro.report.benchmark).
 rule own_study:
     input:
+        study="config/studies/{study}.yaml",
         metrics=PLAN.study_metrics,
-        code=source_files("bnnrepro.report.own_study", record=PLAN.record),
+        code=PLAN.report_code("bnnrepro.report.own_study"),
     output:
         **own_study_outputs(),
     log:
@@ -38,8 +40,10 @@ rule own_study:
     conda:
         "../../environment.yml"
     shell:
-        "python -m bnnrepro.pipeline.job_server run bnnrepro.report.own_study {wildcards.study} {input.metrics} "
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.report.own_study {input.study} {input.metrics} "
         "--table {output.table_csv} {output.table_md} {output.table_tex} "
         "--ranking {output.ranking_csv} {output.ranking_md} {output.ranking_tex} "
         "--metrics-figure {output.metrics_figure_pdf} {output.metrics_figure_png} "
-        "--ranking-figure {output.ranking_figure_pdf} {output.ranking_figure_png} > {log} 2>&1"
+        "--ranking-figure {output.ranking_figure_pdf} {output.ranking_figure_png} "
+        "--selection {output.selection_csv} {output.selection_md} {output.selection_tex} "
+        "--published {output.published_csv} {output.published_md} {output.published_tex} > {log} 2>&1"

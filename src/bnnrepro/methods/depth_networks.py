@@ -12,15 +12,13 @@ the heads (per depth or shared), the variational q(l) and the prior p(l):
 
 from __future__ import annotations
 
-import math
-
 import torch
 from omegaconf import DictConfig
 from torch import nn
 from torch.nn import functional as F
 
 from bnnrepro.data.spec import DataSpec
-from bnnrepro.distributions import unit_variance_gaussian_kl
+from bnnrepro.distributions import RegressionLikelihood, unit_variance_gaussian_kl
 from bnnrepro.inference import depth_posteriors
 from bnnrepro.inference.depth_elbo import depth_elbo
 from bnnrepro.methods.loss_minimiser import LossMinimiser
@@ -46,7 +44,8 @@ them before any job runs (bnnrepro.pipeline.method_tasks)."""
 
 
 class DepthNetworkMethod(LossMinimiser):
-    """A network over depths with its q(l), p(l) and N(0, weight_prior_variance) weight prior; trained on -ELBO / n."""
+    """A network over depths with its q(l), p(l) and N(0, weight_prior_variance) weight prior; trained on -ELBO / n.
+    `noise`: the Gaussian likelihood of regression targets (None: the UDN paper's unit variance, App. B.4)."""
 
     def __init__(
         self,
@@ -55,17 +54,22 @@ class DepthNetworkMethod(LossMinimiser):
         depth_prior: nn.Module,
         weight_prior_variance: float,
         task: str = "classification",
+        noise: RegressionLikelihood | None = None,
     ):
         super().__init__()
         if task not in ("classification", "regression"):
             raise ValueError(f"a depth network classifies or regresses; got task {task!r}")
         self.network, self.depth_posterior, self.depth_prior = network, depth_posterior, depth_prior
         self.weight_prior_variance, self.task = weight_prior_variance, task
+        unit_variance = RegressionLikelihood(1.0, "gaussian", learn_scale=False)
+        self.noise = (noise or unit_variance) if task == "regression" else None
         self.network.grow_to(depth_posterior.max_depth())
 
     def parameter_groups(self, lr: float, depth_lr_ratio: float) -> list[dict]:
-        """Weights first (new layers are appended to this group), then q(l)'s parameters."""
-        groups = [{"params": self.network.weight_parameters(), "lr": lr}]
+        """Weights (with a learned noise scale) first (new layers are appended to this group), then q(l)'s
+        parameters."""
+        noise = [p for p in self.noise.parameters() if p.requires_grad] if self.noise is not None else []
+        groups = [{"params": [*self.network.weight_parameters(), *noise], "lr": lr}]
         depth_params = list(self.depth_posterior.parameters())
         if depth_params:
             # SGD's weight decay is He et al.'s on the weights (UDN §6.2), not on lambda (the paper has none there)
@@ -111,12 +115,13 @@ class DepthNetworkMethod(LossMinimiser):
 
     def _log_likelihood(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """sum_i log p(y_i; Omega_l(x_i)) per depth l, from the outputs [depths, batch, outputs]: categorical
-        (softmax of the logits), or Gaussian with unit variance on standardised targets (App. B.4; the variance is
-        not stated, 1 in the authors' code, ANazaret/unbounded-depth-neural-networks `src/models.py`)."""
+        (softmax of the logits), or Gaussian on standardised targets, with unit variance in the UDN paper (App. B.4;
+        the variance is not stated, 1 in the authors' code, ANazaret/unbounded-depth-neural-networks `src/models.py`)
+        or a learned one (`method.noise`)."""
         if self.task == "classification":
             nll = F.cross_entropy(outputs.flatten(0, 1), y.repeat(len(outputs)), reduction="none")
             return -nll.view(len(outputs), -1).sum(1)
-        return -0.5 * ((outputs - y).square() + math.log(2 * math.pi)).sum((1, 2))
+        return self.noise(outputs, y).sum(1)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
         """-ELBO / n: per-datum scale (Adam is invariant to it; it keeps SGD's learning rates portable)."""
@@ -135,8 +140,8 @@ class DepthNetworkMethod(LossMinimiser):
         return torch.einsum("d,dbc->bc", weights, outputs)[None]
 
     def noise_variance(self) -> float:
-        """Regression: the likelihood's unit variance (standardised targets); classification: none."""
-        return 1.0 if self.task == "regression" else 0.0
+        """Regression: the likelihood's variance (standardised targets); classification: none."""
+        return self.noise.variance if self.noise is not None else 0.0
 
     @torch.no_grad()
     def diagnostics(self) -> dict[str, float]:
@@ -195,4 +200,5 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> DepthNetworkMethod:
             "stage; use DUN with method.generator.kind=fully_connected (the UDN paper runs it on spirals only)"
         )
     network = UnboundedDepthNetwork(layer, head, heads=cfg.heads, shared_head_depth=posterior.max_depth())
-    return DepthNetworkMethod(network, posterior, prior, cfg.weight_prior_variance, spec.task)
+    noise = RegressionLikelihood(cfg.noise.scale, "gaussian", cfg.noise.learn_scale)
+    return DepthNetworkMethod(network, posterior, prior, cfg.weight_prior_variance, spec.task, noise)

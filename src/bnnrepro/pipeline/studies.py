@@ -99,6 +99,7 @@ class Study:
     scales: dict
     method_variants: dict
     common: dict  # Hydra overrides of every run, before (and overridden by) its method variant's
+    benchmark: dict | None = None  # a benchmark's block (task, select_by, published, ...), expanded into `grids`
 
     def variant_overrides(self, variant: str) -> dict:
         """The Hydra overrides of method variant `variant`: the study's common ones, then the variant's own."""
@@ -212,6 +213,8 @@ def load_study(name: str, record: Path | None = None) -> Study:
 
 
 def _study(name: str, raw: dict) -> Study:
+    if "benchmark" in raw:
+        raw = {**raw, **benchmark_grids(raw["benchmark"], name)}
     return Study(
         name,
         raw["paper"],
@@ -221,7 +224,50 @@ def _study(name: str, raw: dict) -> Study:
         raw.get("scales", {}),
         _with_identity_variants(raw),
         raw.get("common", {}),
+        raw.get("benchmark"),
     )
+
+
+BENCHMARK_SCALE_METHODS = "methods"
+"""The key of a benchmark's `scales.<scale>` that lists its methods at that scale (the rest replace grid values)."""
+
+
+def benchmark_methods(benchmark: dict, name: str) -> list[str]:
+    """The method variants a benchmark runs: its `methods` list, or with `all` every method that declares its task
+    (`bnnrepro.pipeline.method_tasks`, each by its config/train/method/<name>.yaml) less `leave_out`."""
+    where = f"config/studies/{name}.yaml: benchmark"
+    task, leave_out = benchmark["task"], benchmark.get("leave_out", {})
+    taking = methods_taking(task)
+    if unknown := sorted(set(leave_out) - set(taking)):
+        raise StudyError(f"{where}.leave_out names {unknown}, which do not take {task}; those that do: {taking}")
+    if benchmark.get("methods", "all") != "all":
+        return list(benchmark["methods"])
+    missing = [m for m in taking if not (train_config_dir() / "method" / f"{m}.yaml").is_file()]
+    if missing:
+        raise StudyError(f"{where}: methods {missing} take {task} but have no config/train/method/<name>.yaml")
+    return [method for method in taking if method not in leave_out]
+
+
+def benchmark_grids(benchmark: dict, name: str) -> dict:
+    """A benchmark's `grids` and `scales`: one grid per method variant (named after it), the benchmark's `grid` with
+    the variant's `tuning` values added, and below `paper` the benchmark's `scales` (its `methods` there leave the
+    other variants' grids out at that scale)."""
+    methods = benchmark_methods(benchmark, name)
+    tuning = benchmark.get("tuning", {})
+    if unknown := sorted(set(tuning) - set(methods)):
+        raise StudyError(f"config/studies/{name}.yaml: benchmark.tuning names {unknown}, not among its methods")
+    grids = {method: {"method": [method], **benchmark["grid"], **tuning.get(method, {})} for method in methods}
+    scales = {}
+    for scale, replacement in benchmark.get("scales", {}).items():
+        listed = replacement.get(BENCHMARK_SCALE_METHODS, methods)
+        if unknown := sorted(set(listed) - set(methods)):
+            raise StudyError(
+                f"config/studies/{name}.yaml: benchmark.scales.{scale}.methods names {unknown}, not among its "
+                f"methods ({', '.join(methods)})"
+            )
+        values = {key: value for key, value in replacement.items() if key != BENCHMARK_SCALE_METHODS}
+        scales[scale] = {method: {**values, "method": [method] if method in listed else []} for method in methods}
+    return {"grids": grids, "scales": scales}
 
 
 def _with_identity_variants(raw: dict) -> dict:

@@ -1,10 +1,12 @@
 """The report's results of a study of your own (`paper: own`), which no published artifact describes: its table of
 test metrics (`bnnrepro.report.study_summary`), the methods ranked over its datasets and replicates with the
 Friedman and Nemenyi tests (`bnnrepro.report.ranking`), and two figures: each test metric of its task per method with
-its standard error, one panel per dataset, and the critical-difference diagram of each ranked metric.
+its standard error, one panel per dataset, and the critical-difference diagram of each ranked metric. A benchmark
+(its study file's `benchmark:` block) is first reduced to the settings its validation protocol chose, and adds the
+table of those choices and its published numbers beside ours (`bnnrepro.report.benchmark`).
 
-`python -m bnnrepro.report.own_study STUDY METRICS_CSV --table CSV MD TEX --ranking CSV MD TEX
---metrics-figure PDF PNG --ranking-figure PDF PNG`
+`python -m bnnrepro.report.own_study STUDY_FILE METRICS_CSV --table CSV MD TEX --ranking CSV MD TEX
+--metrics-figure PDF PNG --ranking-figure PDF PNG --selection CSV MD TEX --published CSV MD TEX`
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from bnnrepro.artifacts.render import save_figure, save_table, standard_error
+from bnnrepro.artifacts.render import TABLE_COLUMNS, save_figure, save_table, standard_error
+from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.job_process import freeze_imported_objects
+from bnnrepro.report.benchmark import published_comparison, published_values, validation_choice
 from bnnrepro.report.ranking import RANKED_METRICS, draw_critical_differences, ranking_table, study_rankings, study_task
 from bnnrepro.report.study_summary import TEST_PREFIX, row_label, study_summary
 
@@ -69,14 +73,23 @@ def ranking_figure(rankings) -> Figure:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bnnrepro.report.own_study")
-    parser.add_argument("study")
+    parser.add_argument("study_file", type=Path, help="config/studies/<study>.yaml")
     parser.add_argument("metrics", type=Path, help="the study's tidy metrics CSV")
     parser.add_argument("--table", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
     parser.add_argument("--ranking", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
     parser.add_argument("--metrics-figure", nargs=2, type=Path, required=True, metavar=("PDF", "PNG"))
     parser.add_argument("--ranking-figure", nargs=2, type=Path, required=True, metavar=("PDF", "PNG"))
+    parser.add_argument("--selection", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
+    parser.add_argument("--published", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
     args = parser.parse_args(argv)
     metrics = pd.read_csv(args.metrics)
+    benchmark = read_yaml(args.study_file).get("benchmark")
+    selection = published = pd.DataFrame(columns=TABLE_COLUMNS)
+    if benchmark is not None:
+        metrics, selection = validation_choice(metrics, benchmark["select_by"])
+        published = published_comparison(metrics, published_values(benchmark.get("published", [])))
+    save_table(selection, *args.selection)
+    save_table(published, *args.published)
     save_table(study_summary(metrics), *args.table)
     rankings = study_rankings(metrics)
     save_table(ranking_table(rankings, bool(metrics["standin"].any())), *args.ranking)

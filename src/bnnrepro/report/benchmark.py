@@ -1,0 +1,124 @@
+"""A benchmark's results (a study of your own with a `benchmark:` block, bnnrepro.pipeline.studies.benchmark_grids):
+each method's setting chosen per dataset and replicate by its validation metric, and the published numbers of the
+methods that have them beside ours, each cell judged by the fidelity document's rule (bnnrepro.artifacts.verdict_rules).
+
+The validation protocol (`validation_choice`): every run of a benchmark trains on the training rows less a validation
+share (`dataset.val_fraction`) and records its validation metrics; for each method, dataset and replicate (a data
+split and seed) the setting with the best `select_by` is the method's result there, so no setting is chosen on test
+data. The report then treats the chosen runs as one entrant per method (its tables, ranks and figures).
+
+Published numbers (`published_values`) come from the benchmark's `published:` entries: a catalog table of the five
+works (`artifact`, its values and the kind of its ±), or the values of another work written in the study file
+(`source`, `spread`, `values`); `rows` maps a published row to our method (null: a published method we do not run,
+shown for reference), `dataset_prefix` turns a published column into our dataset's name, `negate` turns a reported
+log-likelihood into our NLL.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bnnrepro.artifacts.registry import catalog_entry
+from bnnrepro.artifacts.render import TABLE_COLUMNS, standard_error
+from bnnrepro.artifacts.verdict_rules import PublishedSpread, cell_verdict, spread_of
+from bnnrepro.layout import PAIR_SEPARATOR
+from bnnrepro.report.study_summary import REPLICATES, TEST_PREFIX
+
+VALIDATION_PREFIX = "val_"
+HIGHER_IS_BETTER = ("accuracy",)
+"""Validation metrics (by their name after `val_`) where the larger value is the better setting."""
+
+
+def _pairs(hparams: str) -> list[str]:
+    return [pair for pair in str(hparams).split(PAIR_SEPARATOR) if pair != "default"]
+
+
+def setting(hparams: str) -> str:
+    """The tuned part of a run's hyperparameter slug: 'dropout=0.05' of 'split=3+dropout=0.05' ('default' if none)."""
+    tuned = [pair for pair in _pairs(hparams) if pair.split("=", 1)[0] not in REPLICATES]
+    return PAIR_SEPARATOR.join(tuned) or "default"
+
+
+def replicate_slug(hparams: str) -> str:
+    """The replicate part of a slug: 'split=3' of 'split=3+dropout=0.05' ('default' if none)."""
+    kept = [pair for pair in _pairs(hparams) if pair.split("=", 1)[0] in REPLICATES]
+    return PAIR_SEPARATOR.join(kept) or "default"
+
+
+def validation_choice(metrics: pd.DataFrame, select_by: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the metrics of the runs whose setting `select_by` chose for their method, dataset and replicate, with the
+    tuned settings dropped from `hparams` so that each method is one entrant; the choices, one row per method and
+    dataset: each chosen setting with how many replicates chose it)."""
+    candidates = metrics[metrics["metric"] == select_by].copy()
+    if candidates.empty:
+        raise ValueError(
+            f"the benchmark's runs record no {select_by}: give them a validation split (common: "
+            "{dataset.val_fraction: 0.2}) or choose a recorded validation metric in benchmark.select_by"
+        )
+    candidates["replicate"] = [replicate_slug(h) for h in candidates["hparams"]]
+    candidates["setting"] = [setting(h) for h in candidates["hparams"]]
+    higher = select_by.removeprefix(VALIDATION_PREFIX) in HIGHER_IS_BETTER
+    ordered = candidates.sort_values("value", ascending=not higher, kind="stable", na_position="last")
+    chosen = ordered.drop_duplicates(["method", "dataset", "replicate", "seed"])
+    selected = metrics[metrics["run"].isin(set(chosen["run"]))].copy()
+    selected["hparams"] = [replicate_slug(h) for h in selected["hparams"]]
+    counts = chosen.groupby(["method", "dataset", "setting"], sort=False).size().rename("count").reset_index()
+    totals = chosen.groupby(["method", "dataset"], sort=False).size()
+    choices = [
+        {"row": method, "column": dataset, "ours": ", ".join(
+            f"{chosen_setting} ({count}/{totals[method, dataset]})"
+            for chosen_setting, count in zip(group["setting"], group["count"], strict=True)
+        )}
+        for (method, dataset), group in counts.groupby(["method", "dataset"], sort=False)
+    ]  # fmt: skip
+    table = pd.DataFrame(choices, columns=["row", "column", "ours"]).reindex(columns=TABLE_COLUMNS)
+    table["standin"] = bool(metrics["standin"].any())
+    return selected, table
+
+
+PUBLISHED_COLUMNS = ["source", "row", "method", "dataset", "metric", "value", "error", "kind", "runs"]
+
+
+def published_values(entries: list[dict]) -> pd.DataFrame:
+    """The published numbers of a benchmark's `published:` entries as a frame of PUBLISHED_COLUMNS."""
+    rows = []
+    for entry in entries:
+        if "artifact" in entry:
+            block = catalog_entry(entry["artifact"])["published"]
+            source, spread, values = entry.get("source", entry["artifact"]), spread_of(block), block["values"]
+        else:
+            source, values = entry["source"], entry["values"]
+            spread = PublishedSpread(entry["spread"]["kind"], entry["spread"].get("runs"))
+        sign = -1.0 if entry.get("negate") else 1.0
+        for value in values:
+            if value["row"] not in entry["rows"]:
+                continue
+            rows.append({
+                "source": source, "row": value["row"], "method": entry["rows"][value["row"]],
+                "dataset": entry.get("dataset_prefix", "") + value["column"],
+                "metric": value.get("metric", entry["metric"]),
+                "value": sign * value["value"], "error": value["error"], "kind": spread.kind, "runs": spread.runs,
+            })  # fmt: skip
+    return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
+
+
+def published_comparison(selected: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
+    """Our test metric (mean and standard error over the replicates) beside each published value of a dataset the
+    benchmark ran, judged by the cell rule; a published method we do not run is shown with its number alone."""
+    test = selected[selected["metric"].str.startswith(TEST_PREFIX)]
+    ours = test.groupby(["method", "dataset", "metric"])["value"].agg(["mean", standard_error, "count"])
+    rows = []
+    for item in published[published["dataset"].isin(set(selected["dataset"]))].itertuples():
+        key = (item.method, item.dataset, TEST_PREFIX + item.metric)
+        mean, error, runs = ours.loc[key] if key in ours.index else (float("nan"), float("nan"), 0)
+        verdict = cell_verdict(mean, error, runs, item.value, item.error, PublishedSpread(item.kind, item.runs))
+        label = item.method if isinstance(item.method, str) else item.row
+        rows.append({
+            "row": f"{label} ({item.source})", "column": f"{item.dataset} {item.metric}", "ours": mean,
+            "ours_error": error, "n_runs": runs or None, "published": item.value, "published_error": item.error,
+            "difference": mean - item.value, "verdict": verdict.label, "p_value": verdict.p_value,
+        })  # fmt: skip
+    table = pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
+    table["n_runs"] = table["n_runs"].astype("Int64")
+    table["standin"] = bool(selected["standin"].any())
+    return table
