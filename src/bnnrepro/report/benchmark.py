@@ -20,7 +20,7 @@ import pandas as pd
 
 from bnnrepro.artifacts.registry import catalog_entry
 from bnnrepro.artifacts.render import TABLE_COLUMNS, standard_error
-from bnnrepro.artifacts.verdict_rules import PublishedSpread, cell_verdict, spread_of
+from bnnrepro.artifacts.verdict_rules import NOT_JUDGED, CellVerdict, PublishedSpread, cell_verdict, spread_of
 from bnnrepro.layout import PAIR_SEPARATOR
 from bnnrepro.report.study_summary import REPLICATES, TEST_PREFIX
 
@@ -103,15 +103,21 @@ def published_values(entries: list[dict]) -> pd.DataFrame:
 
 
 def published_comparison(selected: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
-    """Our test metric (mean and standard error over the replicates) beside each published value of a dataset the
-    benchmark ran, judged by the cell rule; a published method we do not run is shown with its number alone."""
+    """Our test metric (mean and standard error over the replicates) beside each published value of a method and
+    dataset the benchmark ran, judged by the cell rule (not judged on stand-in data, which are not the paper's); a
+    published method we do not run is shown with its number alone, for reference."""
     test = selected[selected["metric"].str.startswith(TEST_PREFIX)]
     ours = test.groupby(["method", "dataset", "metric"])["value"].agg(["mean", standard_error, "count"])
+    standin = bool(selected["standin"].any())
+    ran = set(selected["method"]) | {None}
+    shown = published[published["dataset"].isin(set(selected["dataset"])) & published["method"].isin(ran)]
     rows = []
-    for item in published[published["dataset"].isin(set(selected["dataset"]))].itertuples():
+    for item in shown.itertuples():
         key = (item.method, item.dataset, TEST_PREFIX + item.metric)
         mean, error, runs = ours.loc[key] if key in ours.index else (float("nan"), float("nan"), 0)
         verdict = cell_verdict(mean, error, runs, item.value, item.error, PublishedSpread(item.kind, item.runs))
+        if standin and runs:
+            verdict = CellVerdict(NOT_JUDGED, float("nan"), "stand-in data are not the paper's")
         label = item.method if isinstance(item.method, str) else item.row
         rows.append({
             "row": f"{label} ({item.source})", "column": f"{item.dataset} {item.metric}", "ours": mean,

@@ -449,6 +449,7 @@ def render_own_studies(studies: list[dict], root: Path) -> str:
             + f"#par(text(size: 9pt, {typst_str(_RANKING_NOTE)}))\n"
             + f"#block({table_from_csv(_own_study_file(study, 'ranking', 'csv', root)[0], published=False)})\n"
             + f"#{figure_image(*ranking_png)}\n"
+            + _benchmark_tables(study, root)
             + f"#block({table_from_csv(_own_study_file(study, 'table', 'csv', root)[0], published=False)})\n"
         )
     intro = (
@@ -456,6 +457,28 @@ def render_own_studies(studies: list[dict], root: Path) -> str:
         "evaluation, mean ± standard error over seeds and data splits (n runs)."
     )
     return '#heading(level: 1, "Studies of your own")\n' + f"#par({typst_str(intro)})\n" + "".join(entries)
+
+
+def _benchmark_tables(study: dict, root: Path) -> str:
+    """A benchmark's published numbers beside ours and the settings its validation chose ('' for a study without a
+    `benchmark:` block, whose tables are empty)."""
+    parts = []
+    for name, note, published in (("published", _PUBLISHED_NOTE, True), ("selection", _SELECTION_NOTE, False)):
+        path = _own_study_file(study, name, "csv", root)[0]
+        if not pd.read_csv(path).empty:
+            parts.append(f"#par(text(size: 9pt, {typst_str(note)}))\n#block({table_from_csv(path, published)})\n")
+    return "".join(parts)
+
+
+_PUBLISHED_NOTE = (
+    "Published numbers of the methods that report this protocol, beside ours at the settings validation chose, each "
+    "cell judged by the rule of docs/fidelity.md (Welch's test on the two means at 5%, the published ± read as its "
+    "source states); a published method we do not run is shown for reference."
+)
+_SELECTION_NOTE = (
+    "Settings chosen per dataset and split by the benchmark's validation metric (its select_by) among each method's "
+    "declared values (how many splits chose each); no setting is chosen on test data."
+)
 
 
 _RANKING_NOTE = (
