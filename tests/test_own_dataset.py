@@ -102,7 +102,8 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     (tmp_path / "metrics.csv").write_text(metrics.to_csv(index=False))
     files = layout.own_study_files("mine_vs_gp")
     arguments = [f"--{name.replace('_', '-')}" if name.endswith("figure") else f"--{name}" for name in files]
-    command = ["mine_vs_gp", str(tmp_path / "metrics.csv")]
+    (tmp_path / "mine_vs_gp.yaml").write_text("paper: own\ngrids: {}\n")  # no benchmark: block
+    command = [str(tmp_path / "mine_vs_gp.yaml"), str(tmp_path / "metrics.csv")]
     for argument, outputs in zip(arguments, files.values(), strict=True):
         command += [argument, *(str(tmp_path / path) for path in outputs.values())]
     own_study.main(command)
@@ -118,4 +119,7 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     assert "the paper's value" not in source  # no legend of published values, which a study of your own has none of
     for figure in ("metrics_figure", "ranking_figure"):
         assert "/" + files[figure]["png"] in source
+    for table in ("selection", "published"):  # a study without a benchmark: block has neither
+        assert pd.read_csv(tmp_path / files[table]["csv"]).empty
+    assert "Published numbers of the methods" not in source and "Settings chosen" not in source
     assert render_own_studies([], tmp_path) == ""

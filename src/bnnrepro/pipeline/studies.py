@@ -249,24 +249,38 @@ def benchmark_methods(benchmark: dict, name: str) -> list[str]:
 
 
 def benchmark_grids(benchmark: dict, name: str) -> dict:
-    """A benchmark's `grids` and `scales`: one grid per method variant (named after it), the benchmark's `grid` with
-    the variant's `tuning` values added, and below `paper` the benchmark's `scales` (its `methods` there leave the
-    other variants' grids out at that scale)."""
+    """A benchmark's `grids` and `scales`: one grid per method variant and block grid (`<method>/<grid>`), the block
+    grid with the variant's `tuning` values added; below `paper` the benchmark's `scales`: its `methods` there leave
+    the other variants out at that scale, and `<grid>: {...}` replaces that block grid's values (`dataset: []` leaves
+    the block grid out)."""
     methods = benchmark_methods(benchmark, name)
     tuning = benchmark.get("tuning", {})
     if unknown := sorted(set(tuning) - set(methods)):
         raise StudyError(f"config/studies/{name}.yaml: benchmark.tuning names {unknown}, not among its methods")
-    grids = {method: {"method": [method], **benchmark["grid"], **tuning.get(method, {})} for method in methods}
+    blocks = benchmark["grids"]
+    grids = {
+        f"{method}/{block}": {"method": [method], **grid, **tuning.get(method, {})}
+        for method in methods
+        for block, grid in blocks.items()
+    }
     scales = {}
     for scale, replacement in benchmark.get("scales", {}).items():
         listed = replacement.get(BENCHMARK_SCALE_METHODS, methods)
-        if unknown := sorted(set(listed) - set(methods)):
+        unknown = sorted(set(listed) - set(methods)) + sorted(set(replacement) - {BENCHMARK_SCALE_METHODS, *blocks})
+        if unknown:
             raise StudyError(
-                f"config/studies/{name}.yaml: benchmark.scales.{scale}.methods names {unknown}, not among its "
-                f"methods ({', '.join(methods)})"
+                f"config/studies/{name}.yaml: benchmark.scales.{scale} names {unknown}, neither among its methods "
+                f"({', '.join(methods)}) nor its grids ({', '.join(blocks)})"
             )
-        values = {key: value for key, value in replacement.items() if key != BENCHMARK_SCALE_METHODS}
-        scales[scale] = {method: {**values, "method": [method] if method in listed else []} for method in methods}
+        scales[scale] = {}
+        for method in methods:
+            for block in blocks:
+                values = dict(replacement.get(block, {}))
+                left_out = values.get("dataset") == []
+                if left_out:
+                    del values["dataset"]
+                kept = method in listed and not left_out
+                scales[scale][f"{method}/{block}"] = {**values, "method": [method] if kept else []}
     return {"grids": grids, "scales": scales}
 
 

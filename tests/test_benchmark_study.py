@@ -1,0 +1,140 @@
+"""A benchmark (a study file's `benchmark:` block, bnnrepro.pipeline.studies.benchmark_grids and
+bnnrepro.report.benchmark): every method that declares the task unless left out, one grid per method with its own
+tuning values, the settings chosen on validation data only, and the published numbers judged by the fidelity rule,
+with negative controls (a constant predictor, a setting that is best on test data but not on validation)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from bnnrepro.artifacts.verdict_rules import AGREES, DIFFERS, NOT_JUDGED
+from bnnrepro.pipeline.method_tasks import methods_taking
+from bnnrepro.pipeline.studies import StudyError, benchmark_grids, load_study, task_mismatch
+from bnnrepro.report.benchmark import published_comparison, published_values, validation_choice
+
+UCI = load_study("uci_benchmark")
+
+
+def test_the_uci_benchmark_runs_every_regression_method_but_those_it_leaves_out_with_a_reason() -> None:
+    left_out = UCI.benchmark["leave_out"]
+    assert set(left_out) == {"latent_sde", "hmc"} and all(len(why) > 20 for why in left_out.values())
+    paper_methods = {run.method for run in UCI.runs("paper")}
+    assert paper_methods == set(methods_taking("regression")) - set(left_out)
+    assert len(paper_methods) >= 15
+    assert task_mismatch(UCI, UCI.runs("paper")) is None
+
+
+def test_each_method_varies_only_its_own_tuning_values_over_the_same_blocks() -> None:
+    runs = UCI.runs("paper")
+    blocks = {(run.dataset, dict(run.hparams)["dataset.split"], run.seed) for run in runs}
+    assert len(blocks) == 8 * 20 + 5  # eight sets with 20 splits; protein's published splits are 5
+    for method in {run.method for run in runs}:
+        own = [run for run in runs if run.method == method]
+        tuned = set(UCI.benchmark.get("tuning", {}).get(method, {}))
+        assert {key for run in own for key, _ in run.hparams} == {"dataset.split", *tuned}
+        settings = math.prod(len(v) for v in UCI.benchmark.get("tuning", {}).get(method, {}).values())
+        assert len(own) == len(blocks) * settings
+        assert all(run.seed == dict(run.hparams)["dataset.split"] for run in own)  # one seed per split
+
+
+def test_below_paper_the_benchmark_runs_its_listed_methods_on_fewer_blocks() -> None:
+    default = UCI.runs("default")
+    listed = UCI.benchmark["scales"]["default"]["methods"]
+    assert {run.method for run in default} == set(listed)
+    assert {run.dataset for run in default} == {"uci_boston", "uci_concrete", "uci_energy", "uci_wine", "uci_yacht"}
+    assert {dict(run.hparams)["dataset.split"] for run in default} == set(range(5))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"leave_out": {"edl": "not regression"}}, "leave_out names \\['edl'\\], which do not take regression"),
+        ({"tuning": {"edl": {"optim.lr": [0.1]}}}, "benchmark.tuning names \\['edl'\\], not among its methods"),
+        ({"scales": {"smoke": {"methods": ["edl"]}}}, "scales.smoke names \\['edl'\\], neither among its methods"),
+        ({"scales": {"smoke": {"protien": {"dataset": []}}}}, "names \\['protien'\\], neither among its methods"),
+    ],
+)
+def test_a_benchmark_naming_a_method_it_cannot_run_fails_with_the_reason(change: dict, message: str) -> None:
+    block = {"task": "regression", "grids": {"uci": {"dataset": ["uci_yacht"], "seed": [0]}}, "select_by": "val_nll"}
+    with pytest.raises(StudyError, match=message):
+        benchmark_grids({**block, **change}, "mine")
+
+
+def test_a_benchmark_listing_a_method_without_the_task_fails_when_the_dag_is_built(tmp_path: Path) -> None:
+    raw = yaml.safe_load((Path(__file__).parents[1] / "config/studies/uci_benchmark.yaml").read_text())
+    raw["benchmark"].update(methods=["mc_dropout", "edl"], tuning={}, scales={})
+    grids = benchmark_grids(raw["benchmark"], "mine")
+    assert set(grids["grids"]) == {"mc_dropout/uci", "mc_dropout/protein", "edl/uci", "edl/protein"}
+    study = UCI.__class__(**{**UCI.__dict__, "grids": grids["grids"], "scales": {},
+                             "method_variants": {**UCI.method_variants, "edl": {"method": "edl"}}})  # fmt: skip
+    mismatch = task_mismatch(study, study.runs("paper"))
+    assert mismatch is not None and "edl" in mismatch and "regression" in mismatch and "mc_dropout" in mismatch
+
+
+def tidy(rows: list[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["run", "method", "dataset", "hparams", "seed", "metric", "value"])
+    frame["standin"] = False
+    return frame
+
+
+def test_validation_chooses_each_split_s_setting_and_never_looks_at_test_data() -> None:
+    """Per split, the setting with the lowest validation NLL is the method's result, even where another setting
+    has the better test NLL (the negative control: a choice made on test data would pick the other)."""
+    rows = []
+    for split in range(4):
+        for dropout, val, test in ((0.01, 1.0 + split, 9.0), (0.1, 2.0 + split, 1.0)):
+            run = f"mc/{split}/{dropout}"
+            slug = f"split={split}+dropout={dropout}"
+            rows += [(run, "mc_dropout", "uci_yacht", slug, split, "val_nll_original", val),
+                     (run, "mc_dropout", "uci_yacht", slug, split, "test_nll_original", test)]  # fmt: skip
+    selected, choices = validation_choice(tidy(rows), "val_nll_original")
+    test = selected[selected["metric"] == "test_nll_original"]
+    assert list(test["value"]) == [9.0] * 4  # dropout 0.01, the validation choice, on every split
+    assert set(test["hparams"]) == {f"split={k}" for k in range(4)}  # one entrant per method
+    assert choices.set_index("row").loc["mc_dropout", "ours"] == "dropout=0.01 (4/4)"
+    with pytest.raises(ValueError, match="record no val_rmse: give them a validation split"):
+        validation_choice(tidy(rows), "val_rmse")
+
+
+def _published(value: float, error: float) -> pd.DataFrame:
+    entry = {"source": "paper", "spread": {"kind": "standard_deviation", "runs": 20}, "metric": "rmse_original",
+             "dataset_prefix": "uci_", "rows": {"DE": "deep_ensemble", "PBP": None},
+             "values": [{"row": "DE", "column": "boston", "value": value, "error": error},
+                        {"row": "PBP", "column": "boston", "value": 3.0, "error": 0.2}]}  # fmt: skip
+    return published_values([entry])
+
+
+def _our_runs(values: np.ndarray, standin: bool = False) -> pd.DataFrame:
+    rows = [(f"de/{k}", "deep_ensemble", "uci_boston", f"split={k}", k, "test_rmse_original", float(v))
+            for k, v in enumerate(values)]  # fmt: skip
+    frame = tidy(rows)
+    frame["standin"] = standin
+    return frame
+
+
+def test_published_numbers_are_judged_by_the_fidelity_rule_with_a_constant_predictor_as_control() -> None:
+    rng = np.random.default_rng(0)
+    published = _published(3.28, 1.00)  # a standard deviation over 20 splits: s.e. 0.22
+    reproduction = published_comparison(_our_runs(rng.normal(3.28, 1.0, 20)), published).set_index("row")
+    assert reproduction.loc["deep_ensemble (paper)", "verdict"] == AGREES
+    assert reproduction.loc["PBP (paper)", "verdict"] == NOT_JUDGED  # shown for reference: we do not run PBP
+    assert math.isnan(reproduction.loc["PBP (paper)", "ours"])
+    constant = published_comparison(_our_runs(rng.normal(9.2, 0.8, 20)), published).set_index("row")
+    assert constant.loc["deep_ensemble (paper)", "verdict"] == DIFFERS  # the mean predictor's RMSE on boston
+    standin = published_comparison(_our_runs(rng.normal(3.28, 1.0, 20), standin=True), published).set_index("row")
+    assert standin.loc["deep_ensemble (paper)", "verdict"] == NOT_JUDGED
+
+
+def test_a_catalog_table_s_log_likelihoods_become_nlls() -> None:
+    values = published_values(UCI.benchmark["published"])
+    thesis = values[values["source"] == "thesis Table 3.1"].set_index(["method", "dataset"])
+    assert thesis.loc[("vbp", "uci_yacht"), "value"] == 1.54  # the thesis' test log-likelihood -1.54
+    assert thesis.loc[("vbp", "uci_yacht"), "kind"] == "standard_error"
+    de = values[(values["method"] == "deep_ensemble") & (values["dataset"] == "uci_naval")].set_index("metric")
+    assert de.loc["nll_original", "value"] == -5.63 and de.loc["rmse_original", "value"] == 0.0
