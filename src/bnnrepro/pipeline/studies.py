@@ -251,8 +251,8 @@ def benchmark_methods(benchmark: dict, name: str) -> list[str]:
 def benchmark_grids(benchmark: dict, name: str) -> dict:
     """A benchmark's `grids` and `scales`: one grid per method variant and block grid (`<method>/<grid>`), the block
     grid with the variant's `tuning` values added; below `paper` the benchmark's `scales`: its `methods` there leave
-    the other variants out at that scale, and `<grid>: {...}` replaces that block grid's values (`dataset: []` leaves
-    the block grid out)."""
+    the other variants out at that scale, `<grid>: {...}` replaces that block grid's values (`dataset: []` leaves
+    the block grid out) and `tuning: {method: {key: values}}` a method's tuning values."""
     methods = benchmark_methods(benchmark, name)
     tuning = benchmark.get("tuning", {})
     if unknown := sorted(set(tuning) - set(methods)):
@@ -265,8 +265,9 @@ def benchmark_grids(benchmark: dict, name: str) -> dict:
     }
     scales = {}
     for scale, replacement in benchmark.get("scales", {}).items():
-        listed = replacement.get(BENCHMARK_SCALE_METHODS, methods)
-        unknown = sorted(set(listed) - set(methods)) + sorted(set(replacement) - {BENCHMARK_SCALE_METHODS, *blocks})
+        listed, scale_tuning = replacement.get(BENCHMARK_SCALE_METHODS, methods), replacement.get("tuning", {})
+        keys = {BENCHMARK_SCALE_METHODS, "tuning", *blocks}
+        unknown = sorted({*listed, *scale_tuning} - set(methods)) + sorted(set(replacement) - keys)
         if unknown:
             raise StudyError(
                 f"config/studies/{name}.yaml: benchmark.scales.{scale} names {unknown}, neither among its methods "
@@ -275,7 +276,7 @@ def benchmark_grids(benchmark: dict, name: str) -> dict:
         scales[scale] = {}
         for method in methods:
             for block in blocks:
-                values = dict(replacement.get(block, {}))
+                values = {**replacement.get(block, {}), **scale_tuning.get(method, {})}
                 left_out = values.get("dataset") == []
                 if left_out:
                     del values["dataset"]
