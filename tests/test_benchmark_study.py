@@ -102,6 +102,17 @@ def test_validation_chooses_each_split_s_setting_and_never_looks_at_test_data() 
         validation_choice(tidy(rows), "val_rmse")
 
 
+def test_a_dataset_setting_of_the_blocks_is_a_dataset_not_a_method_setting() -> None:
+    """spirals at two omegas are two datasets to rank over, not two settings of a method to choose between; a method
+    with one setting per block needs no validation metric (repulsive_2d has no validation split)."""
+    rows = [(f"udn/{omega}/{seed}", "udn", "spirals", f"omega={omega}", seed, "test_accuracy", acc)
+            for omega, acc in ((4, 0.99), (20, 0.9)) for seed in (0, 1)]  # fmt: skip
+    selected, choices = validation_choice(tidy(rows), "val_nll", {"omega"})
+    assert sorted(set(selected["dataset"])) == ["spirals [omega=20]", "spirals [omega=4]"]
+    assert len(selected) == 4 and set(selected["hparams"]) == {"default"}
+    assert choices.empty  # nothing was chosen
+
+
 def _published(value: float, error: float) -> pd.DataFrame:
     entry = {"source": "paper", "spread": {"kind": "standard_deviation", "runs": 20}, "metric": "rmse_original",
              "dataset_prefix": "uci_", "rows": {"DE": "deep_ensemble", "PBP": None},

@@ -242,10 +242,13 @@ def benchmark_methods(benchmark: dict, name: str) -> list[str]:
         raise StudyError(f"{where}.leave_out names {unknown}, which do not take {task}; those that do: {taking}")
     if benchmark.get("methods", "all") != "all":
         return list(benchmark["methods"])
-    missing = [m for m in taking if not (train_config_dir() / "method" / f"{m}.yaml").is_file()]
-    if missing:
-        raise StudyError(f"{where}: methods {missing} take {task} but have no config/train/method/<name>.yaml")
-    return [method for method in taking if method not in leave_out]
+    methods = [method for method in taking if method not in leave_out]
+    if missing := [m for m in methods if not (train_config_dir() / "method" / f"{m}.yaml").is_file()]:
+        raise StudyError(
+            f"{where}: methods {missing} take {task} but have no config/train/method/<name>.yaml; list the "
+            "benchmark's methods, or leave those out with the reason"
+        )
+    return methods
 
 
 def benchmark_grids(benchmark: dict, name: str) -> dict:

@@ -33,43 +33,71 @@ def _pairs(hparams: str) -> list[str]:
     return [pair for pair in str(hparams).split(PAIR_SEPARATOR) if pair != "default"]
 
 
-def setting(hparams: str) -> str:
-    """The tuned part of a run's hyperparameter slug: 'dropout=0.05' of 'split=3+dropout=0.05' ('default' if none)."""
-    tuned = [pair for pair in _pairs(hparams) if pair.split("=", 1)[0] not in REPLICATES]
-    return PAIR_SEPARATOR.join(tuned) or "default"
+def _joined(pairs: list[str]) -> str:
+    return PAIR_SEPARATOR.join(pairs) or "default"
 
 
-def replicate_slug(hparams: str) -> str:
-    """The replicate part of a slug: 'split=3' of 'split=3+dropout=0.05' ('default' if none)."""
-    kept = [pair for pair in _pairs(hparams) if pair.split("=", 1)[0] in REPLICATES]
-    return PAIR_SEPARATOR.join(kept) or "default"
+def block_keys(benchmark: dict) -> set[str]:
+    """The short names of the keys a benchmark's block grids vary besides dataset and seed (`split`, `omega`): they
+    say which data a run is on, not how the method is set."""
+    return {key.rsplit(".", 1)[-1] for grid in benchmark["grids"].values() for key in grid} - {"dataset", "seed"}
 
 
-def validation_choice(metrics: pd.DataFrame, select_by: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the metrics of the runs whose setting `select_by` chose for their method, dataset and replicate, with the
-    tuned settings dropped from `hparams` so that each method is one entrant; the choices, one row per method and
-    dataset: each chosen setting with how many replicates chose it)."""
-    candidates = metrics[metrics["metric"] == select_by].copy()
-    if candidates.empty:
+def as_blocks(metrics: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+    """The tidy metrics with a `setting` column (the tuned pairs of each run's slug), the block keys other than the
+    replicates folded into the dataset's name ('spirals [omega=4]': each is a dataset of its own to rank over) and
+    `hparams` the replicate pairs alone ('split=3')."""
+    frame = metrics.copy()
+    pairs = [_pairs(h) for h in frame["hparams"]]
+    key_of = [[pair.split("=", 1)[0] for pair in run] for run in pairs]
+    frame["setting"] = [
+        _joined([p for p, k in zip(run, ks, strict=True) if k not in keys])
+        for run, ks in zip(pairs, key_of, strict=True)
+    ]
+    data = [
+        [p for p, k in zip(run, ks, strict=True) if k in keys and k not in REPLICATES]
+        for run, ks in zip(pairs, key_of, strict=True)
+    ]
+    frame["dataset"] = [
+        f"{d} [{_joined(extra)}]" if extra else d for d, extra in zip(frame["dataset"], data, strict=True)
+    ]
+    frame["hparams"] = [
+        _joined([p for p, k in zip(run, ks, strict=True) if k in REPLICATES])
+        for run, ks in zip(pairs, key_of, strict=True)
+    ]
+    return frame
+
+
+def validation_choice(
+    metrics: pd.DataFrame, select_by: str, keys: set[str] = frozenset(REPLICATES)
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the metrics of the runs whose setting `select_by` chose for their method and block (dataset, its block keys
+    `keys` and seed; `as_blocks`), one entrant per method; the choices, a row per method and dataset: each chosen
+    setting with how many replicates chose it, for the methods that had settings to choose between). A method with one
+    setting on a block needs no validation metric."""
+    frame = as_blocks(metrics, keys)
+    group = ["method", "dataset", "hparams", "seed"]
+    settings = frame.drop_duplicates([*group, "setting"]).groupby(group)["setting"].size()
+    candidates = frame[frame["metric"] == select_by]
+    if (settings > 1).any() and candidates.empty:
         raise ValueError(
             f"the benchmark's runs record no {select_by}: give them a validation split (common: "
             "{dataset.val_fraction: 0.2}) or choose a recorded validation metric in benchmark.select_by"
         )
-    candidates["replicate"] = [replicate_slug(h) for h in candidates["hparams"]]
-    candidates["setting"] = [setting(h) for h in candidates["hparams"]]
     higher = select_by.removeprefix(VALIDATION_PREFIX) in HIGHER_IS_BETTER
     ordered = candidates.sort_values("value", ascending=not higher, kind="stable", na_position="last")
-    chosen = ordered.drop_duplicates(["method", "dataset", "replicate", "seed"])
-    selected = metrics[metrics["run"].isin(set(chosen["run"]))].copy()
-    selected["hparams"] = [replicate_slug(h) for h in selected["hparams"]]
-    counts = chosen.groupby(["method", "dataset", "setting"], sort=False).size().rename("count").reset_index()
-    totals = chosen.groupby(["method", "dataset"], sort=False).size()
+    single = frame[frame.set_index(group).index.map(settings).to_numpy() == 1].drop_duplicates("run")
+    chosen = pd.concat([ordered.drop_duplicates(group), single]).drop_duplicates(group)
+    selected = frame[frame["run"].isin(set(chosen["run"]))].drop(columns="setting")
+    tuned = chosen[chosen.set_index(group).index.map(settings).to_numpy() > 1]
+    counts = tuned.groupby(["method", "dataset", "setting"], sort=False).size().rename("count").reset_index()
+    totals = tuned.groupby(["method", "dataset"], sort=False).size()
     choices = [
         {"row": method, "column": dataset, "ours": ", ".join(
             f"{chosen_setting} ({count}/{totals[method, dataset]})"
-            for chosen_setting, count in zip(group["setting"], group["count"], strict=True)
+            for chosen_setting, count in zip(rows["setting"], rows["count"], strict=True)
         )}
-        for (method, dataset), group in counts.groupby(["method", "dataset"], sort=False)
+        for (method, dataset), rows in counts.groupby(["method", "dataset"], sort=False)
     ]  # fmt: skip
     table = pd.DataFrame(choices, columns=["row", "column", "ours"]).reindex(columns=TABLE_COLUMNS)
     table["standin"] = bool(metrics["standin"].any())

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from bnnrepro.artifacts.render import TABLE_COLUMNS, save_figure, save_table, standard_error
 from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.job_process import freeze_imported_objects
-from bnnrepro.report.benchmark import published_comparison, published_values, validation_choice
+from bnnrepro.report.benchmark import block_keys, published_comparison, published_values, validation_choice
 from bnnrepro.report.ranking import RANKED_METRICS, draw_critical_differences, ranking_table, study_rankings, study_task
 from bnnrepro.report.study_summary import TEST_PREFIX, row_label, study_summary
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     benchmark = read_yaml(args.study_file).get("benchmark")
     selection = published = pd.DataFrame(columns=TABLE_COLUMNS)
     if benchmark is not None:
-        metrics, selection = validation_choice(metrics, benchmark["select_by"])
+        metrics, selection = validation_choice(metrics, benchmark["select_by"], block_keys(benchmark))
         published = published_comparison(metrics, published_values(benchmark.get("published", [])))
     save_table(selection, *args.selection)
     save_table(published, *args.published)

@@ -1,0 +1,174 @@
+"""docs/benchmark.md: the benchmarks run at the `paper` scale and kept under docs/benchmark/ (by
+`python -m bnnrepro.fidelity collect TREE --studies <benchmark> --scale paper --out docs/benchmark`), written from
+those files alone: what ran and what it cost per dataset, the leaderboard (average ranks, Friedman and Nemenyi tests),
+each method's test RMSE and NLL per dataset at the settings validation chose, and the published numbers beside ours
+under the fidelity document's cell rule. `python -m bnnrepro.report.benchmark_document` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from bnnrepro.artifacts.render import standard_error, verdict_counts
+from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS
+from bnnrepro.fidelity.kept_files import METRICS_FILE, PROVENANCE_FILE
+from bnnrepro.fidelity.staleness import code_section
+from bnnrepro.paths import project_root
+from bnnrepro.pipeline.studies import load_study
+from bnnrepro.report.benchmark import block_keys, published_comparison, published_values, validation_choice
+from bnnrepro.report.ranking import SIGNIFICANCE, Ranking, study_rankings
+from bnnrepro.report.study_summary import TEST_PREFIX
+
+RESULTS = Path("docs/benchmark")
+DOCUMENT = Path("docs/benchmark.md")
+CELL_RULE = (
+    "ours (mean and standard error over our splits) against the published value, whose ± is read as a standard error "
+    "from the kind and number of splits its source states (a standard deviation over n splits is divided by sqrt(n)). "
+    "Welch's test at 5%: *differs* when it separates the two; otherwise *undetermined* when our standard error is "
+    "over 3x the paper's or the 95% interval of the difference is wider than the published value; else *agrees*. "
+    "On stand-in data, or without a published error, a cell is *not judged*."
+)
+SHOWN_METRICS = {"rmse_original": "test RMSE", "nll_original": "test NLL"}
+
+
+def _mean_error(values: pd.Series) -> str:
+    error = standard_error(values)
+    return f"{values.mean():.3g}" + ("" if pd.isna(error) else f" ± {error:.2g}") + f" ({len(values)})"
+
+
+def cost_section(tidy: pd.DataFrame) -> list[str]:
+    """Training time summed over each dataset's runs, and per run."""
+    seconds = tidy[tidy["metric"] == "train_seconds"].groupby("dataset")["value"]
+    lines = ["| dataset | runs | training, summed | per run (mean) |", "|---|---|---|---|"]
+    for dataset, values in seconds:
+        lines.append(f"| {dataset} | {len(values)} | {values.sum() / 60:.1f} min | {values.mean():.1f} s |")
+    return lines
+
+
+def leaderboard(rankings: list[Ranking]) -> list[str]:
+    """Average ranks per metric (1 = best), the Friedman p-value, and the methods the Nemenyi test cannot tell from
+    the best at the level of `SIGNIFICANCE`."""
+    methods = list(dict.fromkeys(m for ranking in rankings for m in ranking.average_ranks.index))
+    header = " | ".join(f"{SHOWN_METRICS.get(r.metric, r.metric)} rank" for r in rankings)
+    lines = [f"| method | {header} |", "|---|" + "---|" * len(rankings)]
+    for method in methods:
+        cells = [f"{r.average_ranks[method]:.2f}" if method in r.average_ranks else "–" for r in rankings]
+        lines.append(f"| {method} | {' | '.join(cells)} |")
+    lines.append("")
+    for ranking in rankings:
+        name = SHOWN_METRICS.get(ranking.metric, ranking.metric)
+        if ranking.friedman_p is None:
+            lines.append(f"- {name}: {len(ranking.blocks)} blocks, too few methods or blocks for the Friedman test.")
+            continue
+        best = ranking.average_ranks.index[0]
+        tied = [m for m in ranking.average_ranks.index[1:] if ranking.nemenyi_p.loc[best, m] >= SIGNIFICANCE]
+        lines.append(
+            f"- {name}: Friedman p = {ranking.friedman_p:.2g} over {len(ranking.blocks)} blocks (dataset and split); "
+            f"best average rank {best}; not told apart from it by the Nemenyi test at {SIGNIFICANCE}: "
+            f"{', '.join(tied) or 'none'}."
+        )
+    return lines
+
+
+def metric_table(selected: pd.DataFrame, metric: str) -> list[str]:
+    """Mean ± standard error (n splits) of a test metric, a row per method, a column per dataset."""
+    test = selected[selected["metric"] == TEST_PREFIX + metric]
+    datasets = sorted(set(test["dataset"]))
+    lines = [f"| method | {' | '.join(datasets)} |", "|---|" + "---|" * len(datasets)]
+    for method, rows in test.groupby("method", sort=False):
+        cells = [_mean_error(rows[rows["dataset"] == d]["value"]) if (rows["dataset"] == d).any() else "–"
+                 for d in datasets]  # fmt: skip
+        lines.append(f"| {method} | {' | '.join(cells)} |")
+    return lines
+
+
+def published_section(compared: pd.DataFrame) -> list[str]:
+    counts = verdict_counts(compared)
+    lines = [
+        "Counts: " + ", ".join(f"{counts[label]} {label}" for label in CELL_VERDICTS) + ".",
+        "",
+        "| method (source) | dataset and metric | ours (n) | published | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for row in compared.itertuples():
+        ours = "–" if pd.isna(row.ours) else f"{row.ours:.3g} ± {row.ours_error:.2g} ({row.n_runs})"
+        verdict = row.verdict + ("" if pd.isna(row.p_value) else f" (p = {row.p_value:.2g})")
+        lines.append(
+            f"| {row.row} | {row.column} | {ours} | {row.published:.3g} ± {row.published_error:.2g} | {verdict} |"
+        )
+    return lines
+
+
+def benchmark_section(folder: Path, root: Path) -> list[str]:
+    """The section of one benchmark kept at one scale."""
+    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
+    tidy = pd.read_csv(folder / METRICS_FILE)
+    study = load_study(provenance["study"])
+    selected, choices = validation_choice(tidy, study.benchmark["select_by"], block_keys(study.benchmark))
+    compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
+    wall = provenance.get("wall_seconds")
+    lines = [
+        f"## {provenance['study']} at `{provenance['scale']}`",
+        "",
+        f"{study.description}",
+        "",
+        f"Runs: {provenance['grid']}. Training {provenance['train_seconds'] / 3600:.2f} h summed over runs"
+        + (f", {wall / 60:.0f} min wall" if wall else "")
+        + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}.",
+        "",
+        *code_section(folder, root),
+        "### Cost per dataset",
+        "",
+        *cost_section(tidy),
+        "",
+        "### Leaderboard",
+        "",
+        "Average rank of each method over the blocks (a dataset and split) where every method has a result, at the "
+        "settings validation chose (1 = best).",
+        "",
+        *leaderboard(study_rankings(selected)),
+        "",
+    ]
+    for metric, name in SHOWN_METRICS.items():
+        lines += [
+            f"### {name} per dataset (original units; mean ± s.e. over splits)",
+            "",
+            *metric_table(selected, metric),
+            "",
+        ]
+    lines += ["### Published numbers beside ours", "", *published_section(compared), ""]
+    lines += ["### Settings chosen on validation", "", "| method | dataset | settings (splits) |", "|---|---|---|"]
+    lines += [f"| {row.row} | {row.column} | {row.ours} |" for row in choices.itertuples()]
+    return [*lines, ""]
+
+
+def benchmark_document(results: Path, root: Path) -> str:
+    folders = sorted(path.parent for path in results.glob(f"*/*/{PROVENANCE_FILE}"))
+    lines = [
+        "# Benchmarks at the papers' scale on a CPU",
+        "",
+        "Every method of the five works on the tasks they share, on equal footing (the study file says how), run at "
+        "the `paper` scale on a 2-core CPU machine. Generated by `python -m bnnrepro.report.benchmark_document` from "
+        f"the results kept in `{results.relative_to(root).as_posix()}/` (`python -m bnnrepro.fidelity collect TREE "
+        "--studies <benchmark> --scale paper --out docs/benchmark`). Do not edit by hand. The report's benchmark "
+        "section shows the same at any scale.",
+        "",
+        f"**The cell rule** (`src/bnnrepro/artifacts/verdict_rules.py`, as in docs/fidelity.md): {CELL_RULE}",
+        "",
+    ]
+    for folder in folders:
+        lines += benchmark_section(folder, root)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> None:
+    root = project_root()
+    (root / DOCUMENT).write_text(benchmark_document(root / RESULTS, root))
+    print(root / DOCUMENT)
+
+
+if __name__ == "__main__":
+    main()
