@@ -231,3 +231,20 @@ def test_targets_select_by_a_key_only_some_grids_have() -> None:
     assert len(spirals) == 5 and {run.method for run in spirals} == {"udn"}
     with pytest.raises(SystemExit, match="unknown grid key.s. nonsense; the runs have .*split"):
         selected_runs(load_study("thesis_bedl").runs("paper"), {"nonsense": {"1"}})
+
+
+def test_targets_include_the_run_files_the_study_s_figures_draw() -> None:
+    """A rerun through `targets` makes what the study's artifacts read besides metrics.json (the evaluations, e.g.
+    the toy paths of SDE-BNN Figs. 2 and 10, and the Lorenz forecast paths of thesis Figs. 6.5-6.9); a run no figure
+    draws gives its metrics.json alone."""
+    from bnnrepro.fidelity.__main__ import target_files
+
+    toy = load_study("sdebnn_toy").runs("paper")
+    files = target_files("sdebnn_toy", "paper", toy)
+    assert sum(f.endswith("metrics.json") for f in files) == len(toy)
+    assert sum(f.endswith("eval/toy_paths.npz") for f in files) == len(toy)
+    bnsde = load_study("thesis_bnsde").runs("paper")
+    forecasts = target_files("thesis_bnsde", "paper", bnsde)
+    assert any(f.endswith("eval/forecast_paths.npz") for f in forecasts)
+    black_box = [run for run in bnsde if run.method == "e_bayes" and run.dataset == "lorenz"][:1]
+    assert target_files("thesis_bnsde", "paper", black_box) == [black_box[0].file("metrics.json")]

@@ -1,5 +1,6 @@
 """`python -m bnnrepro.fidelity targets STUDY [--scale paper] [KEY=V1,V2 ...]`: the metrics.json of the study's runs
-whose grid values are among those given (Snakemake targets for a part of a grid);
+whose grid values are among those given, and the run files its artifacts draw from them (evaluations such as
+eval/forecast_paths.npz): Snakemake targets for a part of a grid;
 `python -m bnnrepro.fidelity collect TREE --studies S ... [--scale paper] [--wall-seconds N] [--out DIR]`;
 `python -m bnnrepro.fidelity document`;
 `python -m bnnrepro.fidelity backfill-digests [--scale paper] [--studies S ...]`: record the code digest of each kept
@@ -9,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from bnnrepro import layout
+from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.fidelity.code_digest import backfill
 from bnnrepro.fidelity.collect import PROVENANCE_FILE, collect
 from bnnrepro.fidelity.document import fidelity_document
@@ -34,6 +36,15 @@ def selected_runs(runs: list[Run], keep: dict[str, set[str]]) -> list[Run]:
     return [run for run in runs if all(str(grid_values(run).get(key)) in kept for key, kept in keep.items())]
 
 
+def target_files(study_name: str, scale: str, runs: list[Run]) -> list[str]:
+    """Each run's metrics.json, then the files of it that the study's artifacts draw (`ArtifactDeclaration.reads`)."""
+    declared = declarations(scale)
+    drawn = [declared[a] for a in load_study(study_name).artifacts if a in declared]
+    files = [run.file(layout.RUN_METRICS) for run in runs]
+    files += [run.file(d.run_file) for run in runs for d in drawn if d.reads(run) and d.run_file != layout.RUN_METRICS]
+    return list(dict.fromkeys(files))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bnnrepro.fidelity")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -57,7 +68,7 @@ def main() -> None:
     if args.command == "targets":
         kept = {key: set(values.split(",")) for key, _, values in (item.partition("=") for item in args.keep)}
         runs = selected_runs(load_study(args.study).runs(args.scale), kept)
-        print("\n".join(run.file(layout.RUN_METRICS) for run in runs))
+        print("\n".join(target_files(args.study, args.scale, runs)))
     elif args.command == "collect":
         for study in args.studies:
             out = args.out or root / RESULTS
