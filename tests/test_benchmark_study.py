@@ -17,6 +17,8 @@ from bnnrepro.artifacts.verdict_rules import AGREES, DIFFERS, NOT_JUDGED
 from bnnrepro.pipeline.method_tasks import methods_taking
 from bnnrepro.pipeline.studies import StudyError, benchmark_grids, load_study, task_mismatch
 from bnnrepro.report.benchmark import published_comparison, published_values, validation_choice
+from tests.conftest import copy_project
+from tests.conftest import run as run_command
 
 UCI = load_study("uci_benchmark")
 
@@ -149,3 +151,21 @@ def test_a_catalog_table_s_log_likelihoods_become_nlls() -> None:
     assert thesis.loc[("vbp", "uci_yacht"), "kind"] == "standard_error"
     de = values[(values["method"] == "deep_ensemble") & (values["dataset"] == "uci_naval")].set_index("metric")
     assert de.loc["nll_original", "value"] == -5.63 and de.loc["rmse_original", "value"] == 0.0
+
+
+@pytest.mark.slow
+def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> None:
+    """`snakemake --config studies=[toy2d_benchmark]` at smoke: every listed classifier on the spirals and the
+    clusters, ranked on accuracy, NLL and ECE (the Friedman test over the blocks), into the report."""
+    project = copy_project(tmp_path / "project")
+    run_command(["git", "init", "-q"], project)
+    run_command(["dvc", "init", "-q"], project)
+    config = ["scale=smoke", "studies=[toy2d_benchmark]"]
+    run_command(["snakemake", "--cores", "2", "--config", *config], project)
+    ranking = pd.read_csv(project / "reports/tables/study_toy2d_benchmark_ranking.csv")
+    assert set(ranking["column"]) == {"accuracy rank", "nll rank", "ece rank"}
+    assert set(ranking["row"]) == set(load_study("toy2d_benchmark").benchmark["scales"]["smoke"]["methods"])
+    assert (ranking["n_runs"] == 4).all()  # spirals at omega 4 and the clusters, two seeds each
+    table = pd.read_csv(project / "reports/tables/study_toy2d_benchmark.csv")
+    assert {"spirals [omega=4] accuracy", "repulsive_2d ece"} <= set(table["column"])
+    assert (project / "reports/report.pdf").is_file()
