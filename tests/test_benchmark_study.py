@@ -169,3 +169,22 @@ def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> N
     table = pd.read_csv(project / "reports/tables/study_toy2d_benchmark.csv")
     assert {"spirals [omega=4] accuracy", "repulsive_2d ece"} <= set(table["column"])
     assert (project / "reports/report.pdf").is_file()
+
+
+def test_the_committed_benchmark_document_is_the_one_the_committed_results_make(tmp_path: Path) -> None:
+    """docs/benchmark.md is regenerated from docs/benchmark/; a method of the benchmark that the kept runs lack must
+    have its reason in not_run.yaml (the negative control: without the file the document refuses)."""
+    import shutil
+
+    from bnnrepro.report.benchmark_document import NOT_RUN_FILE, benchmark_document
+
+    root = Path(__file__).resolve().parents[1]
+    document = benchmark_document(root / "docs" / "benchmark")
+    assert document == (root / "docs" / "benchmark.md").read_text()
+    assert "mc_dropout (Lakshminarayanan et al. 2017, Table 1)" in document
+    assert "deep_ensemble (Lakshminarayanan et al. 2017, Table 1)" in document
+    copy = tmp_path / "docs" / "benchmark"
+    shutil.copytree(root / "docs" / "benchmark", copy)
+    (copy / "paper" / NOT_RUN_FILE).unlink()
+    with pytest.raises(ValueError, match="say under uci_benchmark why"):
+        benchmark_document(copy)

@@ -29,12 +29,16 @@ HIGHER_IS_BETTER = ("accuracy",)
 """Validation metrics (by their name after `val_`) where the larger value is the better setting."""
 
 
-def _pairs(hparams: str) -> list[str]:
-    return [pair for pair in str(hparams).split(PAIR_SEPARATOR) if pair != "default"]
-
-
-def _joined(pairs: list[str]) -> str:
-    return PAIR_SEPARATOR.join(pairs) or "default"
+def _split_slug(hparams: str, keys: set[str]) -> tuple[str, str, str]:
+    """(the tuned setting, the dataset's own pairs, the replicate) of a run's slug: 'dropout=0.05', '', 'split=3' of
+    'split=3+dropout=0.05' with block keys {'split'}; each 'default' where it has no pair ('' for the dataset's)."""
+    parts: dict[str, list[str]] = {"setting": [], "dataset": [], "replicate": []}
+    for pair in str(hparams).split(PAIR_SEPARATOR):
+        key = pair.split("=", 1)[0]
+        if pair != "default":
+            parts["replicate" if key in REPLICATES else "dataset" if key in keys else "setting"].append(pair)
+    setting, replicate = (PAIR_SEPARATOR.join(parts[name]) or "default" for name in ("setting", "replicate"))
+    return setting, PAIR_SEPARATOR.join(parts["dataset"]), replicate
 
 
 def block_keys(benchmark: dict) -> set[str]:
@@ -48,23 +52,11 @@ def as_blocks(metrics: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
     replicates folded into the dataset's name ('spirals [omega=4]': each is a dataset of its own to rank over) and
     `hparams` the replicate pairs alone ('split=3')."""
     frame = metrics.copy()
-    pairs = [_pairs(h) for h in frame["hparams"]]
-    key_of = [[pair.split("=", 1)[0] for pair in run] for run in pairs]
-    frame["setting"] = [
-        _joined([p for p, k in zip(run, ks, strict=True) if k not in keys])
-        for run, ks in zip(pairs, key_of, strict=True)
-    ]
-    data = [
-        [p for p, k in zip(run, ks, strict=True) if k in keys and k not in REPLICATES]
-        for run, ks in zip(pairs, key_of, strict=True)
-    ]
-    frame["dataset"] = [
-        f"{d} [{_joined(extra)}]" if extra else d for d, extra in zip(frame["dataset"], data, strict=True)
-    ]
-    frame["hparams"] = [
-        _joined([p for p, k in zip(run, ks, strict=True) if k in REPLICATES])
-        for run, ks in zip(pairs, key_of, strict=True)
-    ]
+    parts = [_split_slug(hparams, keys) for hparams in frame["hparams"]]
+    frame["setting"] = [setting for setting, _, _ in parts]
+    names = zip(frame["dataset"], parts, strict=True)
+    frame["dataset"] = [f"{name} [{own}]" if own else name for name, (_, own, _) in names]
+    frame["hparams"] = [replicate for _, _, replicate in parts]
     return frame
 
 
