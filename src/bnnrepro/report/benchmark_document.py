@@ -24,6 +24,9 @@ from bnnrepro.report.ranking import SIGNIFICANCE, Ranking, study_rankings
 from bnnrepro.report.study_summary import TEST_PREFIX
 
 RESULTS = Path("docs/benchmark")
+FINDINGS_FILE = "findings.yaml"
+"""In a benchmark's folder, {subject: text}: what a comparison means, written after looking into the runs (with the
+experiment that shows it, e.g. scripts/uci_budget_sensitivity.py's CSV kept beside)."""
 NOT_RUN_FILE = "not_run.yaml"
 """Beside a scale's benchmarks, {study: {method or dataset: why}}: what the benchmark has at that scale but the kept
 runs lack, each with the reason (written by hand; the document refuses to leave one out unexplained)."""
@@ -163,6 +166,11 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
             "",
         ]
     lines += ["### Published numbers beside ours", "", *published_section(compared), ""]
+    if (folder / FINDINGS_FILE).is_file():
+        findings = read_yaml(folder / FINDINGS_FILE)
+        lines += ["### Findings (written after looking into the runs)", ""]
+        lines += [f"- *{subject}* {' '.join(str(text).split())}" for subject, text in findings.items()]
+        lines.append("")
     lines += ["### Settings chosen on validation", "", "| method | dataset | settings (splits) |", "|---|---|---|"]
     lines += [f"| {row.row} | {row.column} | {row.ours} |" for row in choices.itertuples()]
     return [*lines, ""]
