@@ -54,6 +54,14 @@ def metrics_figure(metrics: pd.DataFrame) -> Figure:
     return fig
 
 
+def task_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the ranked test metrics of the study's task (RMSE and NLL in the targets' units; accuracy, NLL,
+    ECE), so that its table has a column per dataset and metric a reader compares; all test metrics where the runs
+    record none of them."""
+    ranked = metrics["metric"].isin([TEST_PREFIX + m for m in RANKED_METRICS[study_task(metrics)]])
+    return metrics[ranked] if ranked.any() else metrics
+
+
 def note_figure(note: str) -> Figure:
     """A figure that says why there is nothing to draw."""
     fig = Figure(figsize=(6.0, 1.0))
@@ -90,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         published = published_comparison(metrics, published_values(benchmark.get("published", [])))
     save_table(selection, *args.selection)
     save_table(published, *args.published)
-    save_table(study_summary(metrics), *args.table)
+    save_table(study_summary(task_metrics(metrics)), *args.table)
     rankings = study_rankings(metrics)
     save_table(ranking_table(rankings, bool(metrics["standin"].any())), *args.ranking)
     save_figure(metrics_figure(metrics), *args.metrics_figure)
