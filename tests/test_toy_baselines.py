@@ -111,7 +111,8 @@ def test_mfvi_kl_covers_all_parameters_and_vanishes_at_the_prior(configs, toy):
 def test_deep_ensemble_vectorised_forward_equals_members(configs, toy):
     ensemble = build(configs, toy, "deep_ensemble")
     grid = torch.as_tensor(toy.x("test"))
-    outputs = ensemble(grid)
+    outputs, variances = ensemble(grid)
+    assert variances is None  # Fig. 10's ensemble: no variance heads
     num_members = configs["deep_ensemble"].method.num_members
     assert outputs.shape == (num_members, len(grid), 1)
     for k in range(num_members):
