@@ -69,19 +69,19 @@ def validation_choice(
     setting on a block needs no validation metric."""
     frame = as_blocks(metrics, keys)
     group = ["method", "dataset", "hparams", "seed"]
-    settings = frame.drop_duplicates([*group, "setting"]).groupby(group)["setting"].size()
+    frame["settings"] = frame.groupby(group)["setting"].transform("nunique")  # how many to choose between
     candidates = frame[frame["metric"] == select_by]
-    if (settings > 1).any() and candidates.empty:
+    if (frame["settings"] > 1).any() and candidates.empty:
         raise ValueError(
             f"the benchmark's runs record no {select_by}: give them a validation split (common: "
             "{dataset.val_fraction: 0.2}) or choose a recorded validation metric in benchmark.select_by"
         )
     higher = select_by.removeprefix(VALIDATION_PREFIX) in HIGHER_IS_BETTER
     ordered = candidates.sort_values("value", ascending=not higher, kind="stable", na_position="last")
-    single = frame[frame.set_index(group).index.map(settings).to_numpy() == 1].drop_duplicates("run")
+    single = frame[frame["settings"] == 1].drop_duplicates("run")
     chosen = pd.concat([ordered.drop_duplicates(group), single]).drop_duplicates(group)
-    selected = frame[frame["run"].isin(set(chosen["run"]))].drop(columns="setting")
-    tuned = chosen[chosen.set_index(group).index.map(settings).to_numpy() > 1]
+    selected = frame[frame["run"].isin(set(chosen["run"]))].drop(columns=["setting", "settings"])
+    tuned = chosen[chosen["settings"] > 1]
     counts = tuned.groupby(["method", "dataset", "setting"], sort=False).size().rename("count").reset_index()
     totals = tuned.groupby(["method", "dataset"], sort=False).size()
     choices = [
@@ -146,5 +146,5 @@ def published_comparison(selected: pd.DataFrame, published: pd.DataFrame) -> pd.
         })  # fmt: skip
     table = pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
     table["n_runs"] = table["n_runs"].astype("Int64")
-    table["standin"] = bool(selected["standin"].any())
+    table["standin"] = standin
     return table
