@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bnnrepro import layout
 from bnnrepro.artifacts.__main__ import artifact_arguments
+from bnnrepro.report import files as report_files
 from tests.conftest import ROOT, environment
 
 
@@ -30,8 +30,8 @@ def test_a_call_without_an_artifact_says_how_to_name_one(capsys: pytest.CaptureF
 
 def test_one_process_draws_a_figure_and_a_table_of_formulas(tmp_path: Path) -> None:
     """thesis/fig3.3 and sdebnn/table5 need no results: both drawn in one call, each with its files and checks."""
-    figure = [tmp_path / f"fig.{e}" for e in layout.ARTIFACT_FORMATS["figure"]]
-    table = [tmp_path / f"table.{e}" for e in layout.ARTIFACT_FORMATS["table"]]
+    figure = [tmp_path / f"fig.{e}" for e in report_files.ARTIFACT_FORMATS["figure"]]
+    table = [tmp_path / f"table.{e}" for e in report_files.ARTIFACT_FORMATS["table"]]
     command = [
         sys.executable, "-m", "bnnrepro.artifacts", "--study", "thesis_vbp", "--scale", "smoke",
         "--artifact", "thesis/fig3.3", "--outputs", *map(str, figure), "--checks", str(tmp_path / "fig.json"),

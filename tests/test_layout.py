@@ -11,6 +11,8 @@ import yaml
 from bnnrepro import layout
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.pipeline.studies import load_study
+from bnnrepro.pipeline.training_inputs import training_code
+from bnnrepro.report import files as report_files
 from tests.conftest import ROOT, run
 
 STUDY = "sdebnn_toy"  # its artifacts draw from training outputs (config.yaml) and from evaluations
@@ -50,12 +52,12 @@ def test_evaluation_files_name_their_evaluation() -> None:
 def test_without_values_the_layout_gives_snakemake_patterns() -> None:
     assert layout.run_file(layout.RUN_METRICS) == "results/{scale}/{study}/runs/{run}/metrics.json"
     assert layout.run_file(layout.evaluation_file()) == "results/{scale}/{study}/runs/{run}/eval/{evaluation}.npz"
-    assert layout.artifact_files("table") == {e: f"reports/tables/{{stem}}.{e}" for e in ("csv", "md", "tex")}
+    assert report_files.artifact_files("table") == {e: f"reports/tables/{{stem}}.{e}" for e in ("csv", "md", "tex")}
 
 
 def test_an_artifact_format_outside_the_layout_is_an_error() -> None:
     with pytest.raises(ValueError, match="a figure is written as pdf, png, not 'csv'"):
-        layout.artifact_file("figure", "csv", "udn_fig2")
+        report_files.artifact_file("figure", "csv", "udn_fig2")
 
 
 def planned_jobs(dry_run: str) -> dict[str, list[dict[str, list[str]]]]:
@@ -72,6 +74,14 @@ def planned_jobs(dry_run: str) -> dict[str, list[dict[str, list[str]]]]:
     return jobs
 
 
+def test_the_reports_layout_is_no_part_of_any_training_runs_code() -> None:
+    """Naming a report file must leave every trained run's code digest alone (bnnrepro.fidelity.code_digest)."""
+    study = load_study("uci_benchmark")
+    code = {file for run in study.runs("smoke") for file in training_code(study, run)}
+    assert "src/bnnrepro/layout.py" in code
+    assert not [file for file in code if file.startswith("src/bnnrepro/report/")]
+
+
 def test_the_rules_make_the_files_the_layout_names(project: Path) -> None:
     """A dry run asked for one file of each kind the layout names plans the rule that makes it; the report's
     manifest also reads the files of the functions it names by line."""
@@ -84,13 +94,13 @@ def test_the_rules_make_the_files_the_layout_names(project: Path) -> None:
         "train": study_run.file(layout.RUN_CHECKPOINT),
         "evaluate": study_run.file(layout.evaluation_file(EVALUATION)),
         "aggregate": layout.study_metrics_file("smoke", STUDY),
-        f"draw_{STUDY}": layout.artifact_file("figure", "png", "sdebnn_fig1"),
+        f"draw_{STUDY}": report_files.artifact_file("figure", "png", "sdebnn_fig1"),
         "report_manifest": layout.report_manifest_file("smoke"),
-        "report": layout.REPORT_TYPST,
+        "report": report_files.REPORT_TYPST,
         "record_timestamps": layout.timestamps_file("smoke"),
     }
     config = ["--config", "scale=smoke", f"studies=[{STUDY}]", "datasets=[]"]
-    targets = [*made_by.items(), (f"draw_{STUDY}", layout.artifact_file("table", "tex", "sdebnn_table2"))]
+    targets = [*made_by.items(), (f"draw_{STUDY}", report_files.artifact_file("table", "tex", "sdebnn_table2"))]
     jobs = planned_jobs(run(["snakemake", "-n", *(t for _, t in targets), *config], project).stdout)
     for rule, target in targets:
         assert any(target in job["output"] for job in jobs.get(rule, [])), (rule, target, jobs.get(rule))

@@ -138,3 +138,33 @@ def test_adam_single_tensor_closed_form(lr):
         optimizer.step()
     expected = -5 * lr * g / (g.abs() + 1e-8)
     torch.testing.assert_close(p.detach(), expected, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("max_norm", [0.05, 1e3])
+def test_clipping_matches_torch_clip_grad_norm_then_adam(max_norm):
+    """optim.clip_grad_norm: the joint norm over all groups is clipped before the step, as clip_grad_norm_ does;
+    at 0.05 the gradients are clipped on every step, at 1e3 never (then the steps are plain Adam's)."""
+    initial, data = make_problem()
+    ours, theirs, unclipped = leaves(initial), leaves(initial), leaves(initial)
+    run(None, ours, data, 30, optimizer=Adam(groups(ours), max_grad_norm=max_norm))
+
+    class ClippedAdam(torch.optim.Adam):
+        def step(self):
+            torch.nn.utils.clip_grad_norm_([p for g in self.param_groups for p in g["params"]], max_norm)
+            return super().step()
+
+    run(ClippedAdam, theirs, data, 30)
+    run(Adam, unclipped, data, 30)
+    for name in initial:
+        torch.testing.assert_close(ours[name], theirs[name], rtol=0, atol=1e-6, msg=name)
+    moved_as_unclipped = all(torch.allclose(ours[n], unclipped[n], atol=1e-6) for n in initial)
+    assert moved_as_unclipped == (max_norm == 1e3)
+
+
+@pytest.mark.parametrize("value", [0, -1.0, "10", True, float("inf")])
+def test_a_bad_clip_grad_norm_is_named(value):
+    from bnnrepro.optim import build_optimizer
+
+    cfg = {"name": "adam", "momentum": 0.0, "weight_decay": 0.0, "clip_grad_norm": value}
+    with pytest.raises(ValueError, match="optim.clip_grad_norm"):
+        build_optimizer(cfg, groups(leaves(make_problem()[0])))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bnnrepro import layout
+from bnnrepro.report import files as report_files
 from bnnrepro.report import own_study
 from bnnrepro.report.study_summary import study_summary
 from bnnrepro.report.typst_report import render_own_studies
@@ -100,7 +100,7 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     metrics = pd.DataFrame(rows, columns=["method", "hparams", "dataset", "metric", "value"])
     metrics["seed"], metrics["standin"] = 0, False
     (tmp_path / "metrics.csv").write_text(metrics.to_csv(index=False))
-    files = layout.own_study_files("mine_vs_gp")
+    files = report_files.own_study_files("mine_vs_gp")
     arguments = [f"--{name.replace('_', '-')}" if name.endswith("figure") else f"--{name}" for name in files]
     (tmp_path / "mine_vs_gp.yaml").write_text("paper: own\ngrids: {}\n")  # no benchmark: block
     command = [str(tmp_path / "mine_vs_gp.yaml"), str(tmp_path / "metrics.csv")]

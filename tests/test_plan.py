@@ -15,6 +15,7 @@ from bnnrepro import layout
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.plan import EXECUTION_SETTINGS, Plan, PlanError
 from bnnrepro.pipeline.studies import load_study
+from bnnrepro.report import files as report_files
 from tests.conftest import copy_project
 
 
@@ -37,7 +38,7 @@ def test_every_run_of_every_study_is_planned_with_its_outputs(smoke_plan: Plan) 
             assert smoke_plan.runs[run.folder] == (study, run)
             assert {run.file(f) for f in layout.TRAINING_OUTPUTS.values()} <= results
             assert run.data_file(()) in results
-    assert {layout.REPORT_PDF, layout.report_manifest_file("smoke")} <= results
+    assert {report_files.REPORT_PDF, layout.report_manifest_file("smoke")} <= results
 
 
 def is_source(path: str) -> bool:

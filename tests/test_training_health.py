@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bnnrepro import layout
 from bnnrepro.pipeline.studies import load_study
+from bnnrepro.report import files as report_files
 from bnnrepro.report.run_checks import study_run_checks
 from bnnrepro.report.typst_report import render_artifact
 from bnnrepro.training_health import health_text, training_health
@@ -75,7 +75,7 @@ def test_the_report_shows_what_is_missing_and_the_flags(tmp_path: Path) -> None:
         "id": "udn/fig3a", "paper": "udn", "title": "t", "status": "not yet reproduced",
         "missing": "1 of 10 runs carry no data (results/smoke/udn_spirals/metrics.csv): udn/spirals/...",
         "flags": "warning: 1 of 10 runs: finite_3/... (at chance: test accuracy 0.5 with 2 classes).",
-        "files": layout.artifact_files("figure", "udn_fig3a"),
+        "files": report_files.artifact_files("figure", "udn_fig3a"),
     }  # fmt: skip
     text = render_artifact(artifact, tmp_path)
     assert '("Missing:", "1 of 10 runs carry no data' in text and '("Run checks:", "warning: 1 of 10 runs' in text

@@ -1,4 +1,4 @@
-"""The results layout: every file and folder the workflow writes, named once.
+"""The results layout: every file and folder the workflow writes, named once (the reports' in bnnrepro.report.files).
 
 Paths are relative to the project root (the Snakemake working directory). A function called with values
 returns a concrete path; its defaults are Snakemake wildcards, so the same function called without them
@@ -13,9 +13,7 @@ returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/
     results/<scale>/<study>/metrics.csv         the study's tidy metrics
     results/<scale>/report_manifest.json        what the report shows, with provenance
     results/<scale>/timestamps.json             the results' recorded time order (bnnrepro.pipeline.result_timestamps)
-    reports/figures/<stem>.{pdf,png}, reports/tables/<stem>.{csv,md,tex}, reports/report.{pdf,typ}
-        (a study of your own: its table reports/tables/study_<study>.{csv,md,tex})
-    reports/checks/<stem>.json                  an artifact's caption claims and table cells, checked
+    reports/...                                 figures, tables, their checks and the PDF (bnnrepro.report.files)
     logs/<step>/...                             one log per job
     .snakemake/bnnrepro/dag_cache.json          DAG-time work kept between snakemake calls (bnnrepro.pipeline.dag_cache)
 """
@@ -48,10 +46,6 @@ TRAINING_OUTPUTS = {"metrics": RUN_METRICS, "config": RUN_CONFIG, "checkpoint": 
 """The declared outputs of a training job, by the key of the `train` rule's outputs."""
 
 EVALUATIONS = "eval"
-
-ARTIFACT_FORMATS = {"figure": ("pdf", "png"), "table": ("csv", "md", "tex")}
-ARTIFACT_FOLDERS = {"figure": f"{REPORTS}/figures", "table": f"{REPORTS}/tables"}
-REPORT_PDF, REPORT_TYPST = f"{REPORTS}/report.pdf", f"{REPORTS}/report.typ"
 
 
 # --- data ----------------------------------------------------------------------------------------------------
@@ -163,46 +157,7 @@ def timestamps_file(scale: str = "{scale}") -> str:
     return f"{RESULTS}/{scale}/timestamps.json"
 
 
-# --- reports and logs ----------------------------------------------------------------------------------------
-
-
-def artifact_file(output: str, extension: str, stem: str = "{stem}") -> str:
-    """A file of a figure (output 'figure') or table ('table'): reports/figures/<stem>.pdf, ..."""
-    if extension not in ARTIFACT_FORMATS[output]:
-        raise ValueError(f"a {output} is written as {', '.join(ARTIFACT_FORMATS[output])}, not {extension!r}")
-    return f"{ARTIFACT_FOLDERS[output]}/{stem}.{extension}"
-
-
-def artifact_checks_file(stem: str = "{stem}") -> str:
-    """What the job drawing a figure or table checked against the paper (its caption claims, and a table's cells
-    against the published error), for the report's verdict: reports/checks/<stem>.json."""
-    return f"{REPORTS}/checks/{stem}.json"
-
-
-def study_summary_stem(study: str = "{study}") -> str:
-    """The table stem of a study of your own (its test metrics, bnnrepro.report.study_summary)."""
-    return f"study_{study}"
-
-
-OWN_STUDY_OUTPUTS = {"table": ("table", ""), "ranking": ("table", "_ranking"), "metrics_figure": ("figure", "_metrics"),
-                     "ranking_figure": ("figure", "_ranking"), "selection": ("table", "_selection"),
-                     "published": ("table", "_published")}  # fmt: skip
-"""What the report shows of a study of your own (bnnrepro.report.own_study): {name: (output kind, stem suffix)}; a
-benchmark's settings chosen by validation and its published numbers (empty tables for a study without a
-`benchmark:` block)."""
-
-
-def own_study_files(study: str = "{study}") -> dict[str, dict[str, str]]:
-    """{name: {extension: file}} of each of OWN_STUDY_OUTPUTS of a study of your own."""
-    return {
-        name: artifact_files(output, study_summary_stem(study) + suffix)
-        for name, (output, suffix) in OWN_STUDY_OUTPUTS.items()
-    }
-
-
-def artifact_files(output: str, stem: str = "{stem}") -> dict[str, str]:
-    """Every file of a figure or table, by extension."""
-    return {extension: artifact_file(output, extension, stem) for extension in ARTIFACT_FORMATS[output]}
+# --- logs and the workflow's own records -------------------------------------------------------------
 
 
 DAG_CACHE = ".snakemake/bnnrepro/dag_cache.json"

@@ -21,13 +21,15 @@ OPTIMIZERS = ("adam", "sgd")
 class Optimizer:
     """What Adam and SGD share: the groups (each remembers the lr it was built with as "base_lr", which the
     learning-rate schedule scales), a step that leaves a parameter without a gradient (e.g. a layer beyond the
-    support of q(l)) and its state untouched, and a state_dict keyed by parameter position."""
+    support of q(l)) and its state untouched, a state_dict keyed by parameter position, and optional clipping of
+    the gradient's norm before each step (`max_grad_norm`, optim.clip_grad_norm)."""
 
-    def __init__(self, param_groups: list[dict]):
+    def __init__(self, param_groups: list[dict], max_grad_norm: float | None = None):
         self.param_groups = [
             {**group, "params": list(group["params"]), "base_lr": group["lr"]} for group in param_groups
         ]
         self.state: dict[torch.Tensor, dict[str, torch.Tensor]] = {}
+        self.max_grad_norm = max_grad_norm
 
     def _parameters(self) -> list[torch.Tensor]:
         return [p for group in self.param_groups for p in group["params"]]
@@ -38,10 +40,24 @@ class Optimizer:
 
     @torch.no_grad()
     def step(self) -> None:
+        if self.max_grad_norm is not None:
+            self.clip_gradients(self.max_grad_norm)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
                     self._update(p, group)
+
+    def clip_gradients(self, max_norm: float) -> None:
+        """Scale the gradients of all parameters together so that their joint 2-norm is at most `max_norm`, as
+        `torch.nn.utils.clip_grad_norm_` (factor max_norm / (norm + 1e-6) when below 1; a non-finite norm makes
+        the gradients non-finite, which the training loop reports)."""
+        gradients = [p.grad for p in self._parameters() if p.grad is not None]
+        if not gradients:
+            return
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in gradients]))
+        factor = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
+        for g in gradients:
+            g.mul_(factor)
 
     def _update(self, p: torch.Tensor, group: dict) -> None:
         """One step of `p` (which has a gradient) in `group`; its state, if any, lives in self.state[p]."""
@@ -67,8 +83,14 @@ class Optimizer:
 class Adam(Optimizer):
     """Adam with `torch.optim.Adam`'s defaults (Kingma & Ba 2015, Algorithm 1)."""
 
-    def __init__(self, param_groups: list[dict], betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
-        super().__init__(param_groups)
+    def __init__(
+        self,
+        param_groups: list[dict],
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        max_grad_norm: float | None = None,
+    ):
+        super().__init__(param_groups, max_grad_norm)
         self.betas, self.eps = betas, eps
 
     def _update(self, p: torch.Tensor, group: dict) -> None:
@@ -96,8 +118,14 @@ class SGD(Optimizer):
     weight decay 1e-4). A group's own "weight_decay" key overrides `weight_decay` (e.g. 0.0 to exempt a
     variational parameter)."""
 
-    def __init__(self, param_groups: list[dict], momentum: float = 0.0, weight_decay: float = 0.0):
-        super().__init__(param_groups)
+    def __init__(
+        self,
+        param_groups: list[dict],
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        max_grad_norm: float | None = None,
+    ):
+        super().__init__(param_groups, max_grad_norm)
         self.momentum, self.weight_decay = momentum, weight_decay
 
     def _update(self, p: torch.Tensor, group: dict) -> None:
@@ -115,17 +143,28 @@ class SGD(Optimizer):
 
 def build_optimizer(optim_cfg: Mapping, param_groups: list[dict]) -> Optimizer:
     """The optimiser optim.name (adam | sgd) over `param_groups`; sgd reads optim.momentum and optim.weight_decay,
-    which adam refuses when nonzero (our Adam has neither, and a setting that silently does nothing is a trap)."""
+    which adam refuses when nonzero (our Adam has neither, and a setting that silently does nothing is a trap); both
+    clip the gradient's norm at optim.clip_grad_norm unless it is null."""
     name, momentum, weight_decay = optim_cfg["name"], optim_cfg["momentum"], optim_cfg["weight_decay"]
+    max_grad_norm = optim_cfg.get("clip_grad_norm")
+    if max_grad_norm is not None and (
+        isinstance(max_grad_norm, bool)
+        or not isinstance(max_grad_norm, int | float)
+        or not 0 < max_grad_norm < math.inf
+    ):
+        raise ValueError(
+            f"optim.clip_grad_norm={max_grad_norm!r}: give a positive number (the largest gradient norm a step "
+            "uses) or null for no clipping"
+        )
     if name == "sgd":
-        return SGD(param_groups, momentum=momentum, weight_decay=weight_decay)
+        return SGD(param_groups, momentum=momentum, weight_decay=weight_decay, max_grad_norm=max_grad_norm)
     if name == "adam":
         if momentum or weight_decay:
             raise ValueError(
                 f"optim.name=adam ignores optim.momentum ({momentum}) and optim.weight_decay ({weight_decay}); set "
                 "them to 0.0, or set optim.name=sgd to use them"
             )
-        return Adam(param_groups)
+        return Adam(param_groups, max_grad_norm=max_grad_norm)
     raise ValueError(f"optim.name={name!r} is not an optimiser; choose one of {', '.join(OPTIMIZERS)}")
 
 

@@ -12,6 +12,7 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from bnnrepro import layout
+from bnnrepro.report import files as report_files
 from bnnrepro.pipeline import run_steps
 from bnnrepro.pipeline.input_lists import NAME_PATTERN as INPUT_LIST_NAME
 from bnnrepro.pipeline.plan import Plan, PlanError
@@ -87,7 +88,7 @@ def own_study_outputs():
     """The files of rule own_study by name (`table_csv`, ...); its tables' CSVs and figures' PDFs are in Snakemake's
     report."""
     outputs = {}
-    for name, files in layout.own_study_files().items():
+    for name, files in report_files.own_study_files().items():
         for extension, path in files.items():
             if extension in ("csv", "pdf"):
                 path = report(

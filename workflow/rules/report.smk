@@ -28,8 +28,8 @@ rule report:
         manifest=rules.report_manifest.output.manifest,
         code=PLAN.report_code("bnnrepro.report.__main__"),
     output:
-        pdf=report(layout.REPORT_PDF, caption="../report/report.rst", category="Report"),
-        typst_source=layout.REPORT_TYPST,
+        pdf=report(report_files.REPORT_PDF, caption="../report/report.rst", category="Report"),
+        typst_source=report_files.REPORT_TYPST,
     log:
         layout.log_file("report", "report"),
     conda:

@@ -56,6 +56,7 @@ from bnnrepro.pipeline.studies import (
     configured_scale,
     load_study,
 )
+from bnnrepro.report import files as report_files
 from bnnrepro.train_configs import SCALES, check_protocol_files, composed_files
 
 DATA_SOURCES = sorted(Path(registry_module.__file__).parent.rglob("*.py"))
@@ -316,7 +317,7 @@ class Plan:
         return [
             path
             for name in self.own_studies
-            for files in layout.own_study_files(name).values()
+            for files in report_files.own_study_files(name).values()
             for path in files.values()
         ]
 
@@ -435,10 +436,10 @@ class Plan:
         PDFs, tables' CSVs), or None."""
         outputs = []
         for stem, impl in self.study_artifacts(name).items():
-            files = layout.artifact_files(impl.output, stem)
+            files = report_files.artifact_files(impl.output, stem)
             shown = files.pop("pdf" if impl.output == "figure" else "csv")
             outputs.append((shown, "Figures" if impl.output == "figure" else "Tables"))
-            outputs += [(f, None) for f in [*files.values(), layout.artifact_checks_file(stem)]]
+            outputs += [(f, None) for f in [*files.values(), report_files.artifact_checks_file(stem)]]
         return outputs
 
     def drawing_arguments(self, name: str) -> str:
@@ -449,8 +450,9 @@ class Plan:
             arguments += ["--artifact", impl.artifact_id]
             for option, files in self.artifact_results(self.studies[name], impl).items():
                 arguments += [f"--{option}", *files]
-            arguments += ["--outputs", *layout.artifact_files(impl.output, stem).values()]  # ARTIFACT_FORMATS order
-            arguments += ["--checks", layout.artifact_checks_file(stem)]
+            # in ARTIFACT_FORMATS order
+            arguments += ["--outputs", *report_files.artifact_files(impl.output, stem).values()]
+            arguments += ["--checks", report_files.artifact_checks_file(stem)]
         return " ".join(map(shlex.quote, arguments))
 
     def artifact_files(self, kind: str) -> list[str]:
@@ -459,12 +461,12 @@ class Plan:
             path
             for stem, (_, impl) in self.artifacts.items()
             if impl.output == kind
-            for path in layout.artifact_files(kind, stem).values()
+            for path in report_files.artifact_files(kind, stem).values()
         ]
 
     def artifact_checks_files(self) -> list[str]:
         """The checks (caption claims, table cells) of every implemented figure and table."""
-        return [layout.artifact_checks_file(stem) for stem in self.artifacts]
+        return [report_files.artifact_checks_file(stem) for stem in self.artifacts]
 
     # --- the report ---
 
@@ -514,8 +516,8 @@ class Plan:
                 *self.artifact_checks_files(),
                 *self.own_study_results(),
                 layout.report_manifest_file(scale),
-                layout.REPORT_PDF,
-                layout.REPORT_TYPST,
+                report_files.REPORT_PDF,
+                report_files.REPORT_TYPST,
             }
         )  # fmt: skip
 

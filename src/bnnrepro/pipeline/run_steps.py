@@ -20,6 +20,7 @@ from pathlib import Path
 from bnnrepro import layout
 from bnnrepro.pipeline.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
 from bnnrepro.pipeline.result_timestamps import outdate_changed_sources, restore, workflow_source_files
+from bnnrepro.report import files as report_files
 
 OUTDATED_REPORT = f"{layout.REPORTS}/report-outdated.pdf"
 
@@ -98,16 +99,17 @@ def set_aside_outdated_report(result_files: list[str]) -> str | None:
     which reports/report.pdf may still show. If a result the report reads is missing, the report is moved to
     reports/report-outdated.pdf (kept for reference, not lost); the next run that succeeds writes reports/report.pdf
     again."""
-    pdf = Path(layout.REPORT_PDF)
+    pdf = Path(report_files.REPORT_PDF)
     if not pdf.exists():
         return None
-    missing = [f for f in result_files if f not in (layout.REPORT_PDF, layout.REPORT_TYPST) and not Path(f).exists()]
+    report = (report_files.REPORT_PDF, report_files.REPORT_TYPST)
+    missing = [f for f in result_files if f not in report and not Path(f).exists()]
     if not missing:
         return None
     os.replace(pdf, OUTDATED_REPORT)
     return (
-        f"{layout.REPORT_PDF} showed results that are missing now ({len(missing)}, e.g. {missing[0]}): moved to "
-        f"{OUTDATED_REPORT}; the next run that succeeds writes {layout.REPORT_PDF} again"
+        f"{report_files.REPORT_PDF} showed results that are missing now ({len(missing)}, e.g. {missing[0]}): moved to "
+        f"{OUTDATED_REPORT}; the next run that succeeds writes {report_files.REPORT_PDF} again"
     )
 
 

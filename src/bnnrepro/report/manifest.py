@@ -36,6 +36,7 @@ from bnnrepro.pipeline.job_process import freeze_imported_objects
 from bnnrepro.pipeline.sources import PACKAGE_DIR
 from bnnrepro.pipeline.studies import configured_scale, load_study
 from bnnrepro.report import INVOCATION_VARIABLE
+from bnnrepro.report import files as report_files
 from bnnrepro.report.paper_verdicts import paper_verdicts
 from bnnrepro.report.run_checks import study_run_checks
 from bnnrepro.report.verdicts import artifact_verdict
@@ -91,9 +92,9 @@ def invocation() -> str:
 def verdict_fields(root: Path, stem: str, scale: str, uses: str, standin: bool) -> dict:
     """The artifact's checks (reports/checks/<stem>.json: caption claims, table cells) and its verdict; an empty
     verdict where the checks file is missing (the report then stops with its name)."""
-    checks_file = root / layout.artifact_checks_file(stem)
+    checks_file = root / report_files.artifact_checks_file(stem)
     if not checks_file.is_file():
-        return {"verdict": None, "checks_file": layout.artifact_checks_file(stem)}
+        return {"verdict": None, "checks_file": report_files.artifact_checks_file(stem)}
     checks = read_json(checks_file, "artifact checks file")
     verdict = artifact_verdict(scale, uses, standin, checks)
     return {"verdict": verdict.label, "verdict_reason": verdict.reason, **checks}
@@ -113,7 +114,7 @@ def build_manifest(config: dict) -> dict:
         if study.is_own:
             own_studies.append(
                 {"study": name, "description": study.description, "scale": study_scale, "standin": standin,
-                 "files": layout.own_study_files(name)}
+                 "files": report_files.own_study_files(name)}
             )  # fmt: skip
         for artifact_id in study.artifacts:
             reproduced[artifact_id] = (study, study_scale, drawn[artifact_id], standin, checks)
@@ -131,7 +132,7 @@ def build_manifest(config: dict) -> dict:
                 status="not yet reproduced" if missing else "reproduced", **checks,
                 study=study.name, scale=study_scale, standin=standin,
                 note=implementation.note(study_scale),
-                files=layout.artifact_files(implementation.output, implementation.stem),
+                files=report_files.artifact_files(implementation.output, implementation.stem),
                 drawn_by=drawn_by(implementation.draw, root, commit),
             )  # fmt: skip
             if not missing:

@@ -423,7 +423,7 @@ def render_paper(paper: dict, artifacts: list[dict], root: Path) -> str:
 
 
 def _own_study_file(study: dict, name: str, extension: str, root: Path) -> tuple[Path, str]:
-    """A file of a study of your own (layout.own_study_files) on disk and as a Typst root-relative path."""
+    """A file of a study of your own (report_files.own_study_files) on disk and as a Typst root-relative path."""
     relative = study["files"][name][extension]
     path = root / relative
     if not path.is_file():
