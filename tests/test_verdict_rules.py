@@ -149,6 +149,25 @@ def test_the_toy_fit_claim_holds_on_a_fit_and_not_on_a_constant_predictor(
     assert smooth.holds is False, smooth.evidence
 
 
+def test_the_toy_fit_claim_leaves_out_the_runs_of_a_sensitivity_grid(tmp_path: Path) -> None:
+    """At paper scale the workshop model's only finished run may be that of grid sensitivity_clipping (a setting
+    the paper does not state): the claim is about the paper's settings, so it is not checked on that run."""
+    from bnnrepro.pipeline.studies import load_study
+
+    (claim,) = [c for c in all_claims() if c.artifact_id == "sdebnn_ws/fig4"]
+    study = load_study("sdebnn_toy")
+    (clipped,) = [r for r in study.runs("paper") if r.method == "ws_sdebnn" and r not in study.runs("paper", False)]
+    path = tmp_path / clipped.file("eval/toy_paths.npz")
+    x, grid = np.linspace(-1, 1, 40)[:, None], np.linspace(-1, 1, 200)[:, None]
+    y = np.sin(3 * x)
+    path.parent.mkdir(parents=True)
+    np.savez(path, x_train=x, y_train=y, x_grid=grid, posterior_predictive=np.sin(3 * grid)[None, :, 0])
+    outcome = check(claim, ArtifactContext("sdebnn_toy", "paper", run_files=[path]))
+    assert outcome.holds is None, outcome.evidence
+    assert check(claim, ArtifactContext("sdebnn_toy", "smoke", run_files=toy_run_files(tmp_path, "ws_sdebnn",
+        lambda grid, x, y: np.interp(grid[:, 0], x[:, 0], y[:, 0])[:, None]))).holds  # fmt: skip
+
+
 def gradient_variance_files(tmp_path: Path, ratios: list[float]) -> list[Path]:
     """Evaluation files of the latent gradient-variance runs at smoke scale, full MC and drift-only variances at
     `ratios` times STL's (one per run)."""

@@ -23,14 +23,18 @@ class ArtifactContext:
     run_files: list[Path] = field(default_factory=list)
 
     def _by_run(self) -> dict[str, Path]:
-        """Each run file keyed by its run's id ('sdebnn/sdebnn_toy/lr=0.001/seed=0')."""
-        return {parse_run_path(path).run: path for path in self.run_files}
+        """Each run file keyed by its run's id ('sdebnn/sdebnn_toy/lr=0.001/seed=0'); the files of the runs of the
+        study's `sensitivity_*` grids left out, as in `metrics` (`python -m bnnrepro.fidelity collect` hands over
+        every kept run's files)."""
+        left_out = self._sensitivity_runs()
+        by_run = {parse_run_path(path).run: path for path in self.run_files}
+        return {run_id: path for run_id, path in by_run.items() if run_id not in left_out}
 
     def uses_standin(self) -> bool:
         """Whether any run behind this artifact trained on a stand-in dataset (its metrics.json says so)."""
         if self.metrics_file is not None:
             return bool(self.metrics["standin"].any())
-        results = {parse_run_path(path).sibling(RUN_METRICS) for path in self.run_files}
+        results = {parse_run_path(path).sibling(RUN_METRICS) for path in self._by_run().values()}
         return any(read_json(result, RUN_RESULT)["standin"] for result in results)
 
     def run_arrays(self) -> dict[str, dict[str, np.ndarray]]:
