@@ -62,13 +62,19 @@ def test_the_study_has_a_grid_per_scale_and_draws_its_four_tables() -> None:
     counts = {scale: len(study.runs(scale)) for scale in SCALES}
     assert counts["smoke"] < counts["default"] < counts["paper"]
     paper = study.runs("paper")
-    uci = [run for run in paper if run.dataset.startswith("uci_") and dict(run.hparams)["train.epochs"] == 100]
+    table = study.runs("paper", sensitivity=False)
+    uci = [run for run in table if run.dataset.startswith("uci_")]
     names = ("boston", "concrete", "energy", "kin8nm", "naval", "power", "protein", "wine")
     assert {run.dataset for run in uci} == {f"uci_{name}" for name in names}
     assert len(uci) == 4 * (7 * 20 + 5)  # four methods; 20 standard splits, protein's 5
-    longer = [run for run in paper if run.dataset.startswith("uci_") and run not in uci]
+    assert {dict(run.hparams)["train.epochs"] for run in uci} == {100}
+    sensitivity = [run for run in paper if run not in table]
+    longer = [run for run in sensitivity if dict(run.hparams).get("train.epochs") != 100]
     assert len(longer) == 2 * 2 * 5 * 2  # sensitivity_epochs: BEDL(-PAC), boston/energy, splits 0-4, 300/1000 epochs
-    assert all(run not in study.runs(scale) for run in longer for scale in ("smoke", "default"))
+    hyperprior = [run for run in sensitivity if "method.hyperprior.b_0" in dict(run.hparams)]
+    assert len(hyperprior) == 5 and {run.method for run in hyperprior} == {"bedl_hyper@protein"}
+    assert len(sensitivity) == len(longer) + len(hyperprior)
+    assert all(run not in study.runs(scale) for run in sensitivity for scale in ("smoke", "default"))
     assert study.artifacts == ("thesis/table5.1", "thesis/table5.2", "thesis/table5.3", "thesis/table5.4")
     table52 = implementation("thesis/table5.2")
     ood_runs = [run for run in paper if "@lenet5" in run.method]
