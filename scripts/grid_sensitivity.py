@@ -120,7 +120,7 @@ def main() -> None:
     if args.summary:
         table.to_csv(args.summary, index=False, float_format="%.6g")
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(table.round(3).to_string(index=False))
+        print(table.to_string(index=False, float_format="{:.4g}".format))  # 4 significant digits: b_0 = 1e-4 too
 
 
 if __name__ == "__main__":
