@@ -12,13 +12,13 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from bnnrepro import layout
-from bnnrepro.report import files as report_files
 from bnnrepro.pipeline import run_steps
 from bnnrepro.pipeline.input_lists import NAME_PATTERN as INPUT_LIST_NAME
 from bnnrepro.pipeline.plan import Plan, PlanError
 from bnnrepro.pipeline.result_timestamps import record, workflow_source_files
 from bnnrepro.pipeline.sources import source_files
 from bnnrepro.report import INVOCATION_VARIABLE
+from bnnrepro.report import files as report_files
 from bnnrepro.train_configs import SCALES
 
 validate(config, schema="../schemas/config.schema.yaml")

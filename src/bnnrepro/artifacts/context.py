@@ -26,7 +26,7 @@ class ArtifactContext:
         """Each run file keyed by its run's id ('sdebnn/sdebnn_toy/lr=0.001/seed=0'); the files of the runs of the
         study's `sensitivity_*` grids left out, as in `metrics` (`python -m bnnrepro.fidelity collect` hands over
         every kept run's files)."""
-        left_out = self._sensitivity_runs()
+        left_out = self._sensitivity_runs
         by_run = {parse_run_path(path).run: path for path in self.run_files}
         return {run_id: path for run_id, path in by_run.items() if run_id not in left_out}
 
@@ -56,11 +56,12 @@ class ArtifactContext:
         if self.metrics_file is None:
             raise ValueError(f"study {self.study}: this artifact did not declare uses='metrics'")
         metrics = pd.read_csv(self.metrics_file)
-        return metrics[~metrics["run"].isin(self._sensitivity_runs())] if "run" in metrics else metrics
+        return metrics[~metrics["run"].isin(self._sensitivity_runs)] if "run" in metrics else metrics
 
+    @cached_property
     def _sensitivity_runs(self) -> set[str]:
         """The ids of the runs only the study's `sensitivity_*` grids have at this scale (none for a study that is not
-        configured): an artifact of the paper leaves them out."""
+        configured): an artifact of the paper leaves them out. Computed once per context (it loads the study)."""
         if self.study not in available_studies():
             return set()
         study = load_study(self.study)
