@@ -65,7 +65,8 @@ class ArtifactContext:
         if self.study not in available_studies():
             return set()
         study = load_study(self.study)
-        return {run.id for run in study.runs(self.scale)} - {run.id for run in study.runs(self.scale, False)}
+        paper_runs = {run.id for run in study.runs(self.scale, sensitivity=False)}
+        return {run.id for run in study.runs(self.scale)} - paper_runs
 
     def metric(self, name: str) -> pd.DataFrame:
         """Rows of one metric, with its value in column `value`."""
