@@ -7,14 +7,18 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from bnnrepro.fidelity.code_digest import batch_runs, code_digests, tree_inputs
 from bnnrepro.fidelity.collect import BATCHES_FILE, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE
-from bnnrepro.fidelity.staleness import code_section
+from bnnrepro.fidelity.staleness import code_section, kept_batch_runs, rerun_command
 from bnnrepro.paths import project_root
+from bnnrepro.pipeline.studies import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "docs" / "fidelity" / "paper"
@@ -96,10 +100,37 @@ def test_the_document_marks_a_batch_whose_code_changed_and_names_the_mixing(tmp_
     text = "\n".join(code_section(folder))
     assert "**Stale code:** the batch at `aaaaaaa`" in text and "`udn` on spirals" in text
     assert "`dun_10`" not in text.partition("**Mixed code")[0].partition("To rerun")[0]
-    assert "targets udn_spirals method=udn omega=20 lr=0.005 seed=0)" in text  # only the stale runs
+    assert f"targets udn_spirals method=udn --batch aaaaaaa --kept {tmp_path}/mixed)" in text  # the stale runs
+    assert f"collect . --studies udn_spirals --scale paper --add --out {tmp_path}/mixed\n" in text  # kept there
     assert "`bbbbbbb` was trained" not in text
     assert "**Mixed code: batches at `aaaaaaa` and `bbbbbbb`** trained `udn` on spirals" in text
 
     current = collected(tmp_path / "current" / "paper" / "udn_spirals", [("bbbbbbb", now, first)])
     assert code_section(current) == ["Code: every batch was trained by the current code (its code digest is the "
                                      "current one).", ""]  # fmt: skip
+
+
+def test_a_rerun_command_trains_the_batch_s_stale_runs_and_no_other(tmp_path: Path) -> None:
+    """The rerun command of a stale batch selects its kept runs by commit (`targets --batch`), narrowed to the stale
+    methods: at omega 28, seeds 3-4, the spiral study's sensitivity grid (depth_lr_ratio 1.0) has UDN runs that a
+    filter on grid values alone would train too; here they are left out. An unknown commit is an error naming the
+    kept ones."""
+    from bnnrepro.fidelity.__main__ import selected_runs
+
+    grid = load_study("udn_spirals").runs("paper")
+    methods = {"udn", "dun_10", "finite_3", "finite_4", "finite_5"}
+    batch = [run for run in grid if run.method in methods and run.seed in (3, 4) and "/omega=28+lr=0.005/" in run.id]
+    assert {run.method for run in batch} == methods
+    sensitivity = [run for run in grid if run.seed in (3, 4) and "omega=28+lr=0.005+depth_lr_ratio" in run.id]
+    assert sensitivity, "the grid has runs a grid-value filter would also select"
+    folder = collected(tmp_path / "paper" / "udn_spirals", [("aaaaaaa", {}, [run.id for run in batch])])
+    stale = [run for run in batch if run.method == "udn"]
+    command = rerun_command("udn_spirals", "paper", "docs/fidelity", "aaaaaaa", batch, stale)
+    assert "targets udn_spirals method=udn --batch aaaaaaa)" in command
+    kept = kept_batch_runs(folder, "aaaaaaa")
+    assert {run.id for run in selected_runs(grid, {"method": {"udn"}}) if run.id in kept} == {r.id for r in stale}
+    with pytest.raises(SystemExit, match="was trained at bbbbbbb; its batches are at aaaaaaa"):
+        kept_batch_runs(folder, "bbbbbbb")
+    command = [sys.executable, "-m", "bnnrepro.fidelity", "targets", "udn_spirals", "method=udn", "--batch", "0000000"]
+    printed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert printed.returncode != 0 and "no batch in" in printed.stderr and "was trained at 0000000" in printed.stderr

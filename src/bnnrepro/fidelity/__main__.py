@@ -1,5 +1,6 @@
-"""`python -m bnnrepro.fidelity targets STUDY [--scale paper] [KEY=V1,V2 ...]`: the metrics.json of the study's runs
-whose grid values are among those given, and the run files its artifacts draw from them (evaluations such as
+"""`python -m bnnrepro.fidelity targets STUDY [--scale paper] [KEY=V1,V2 ...] [--batch COMMIT [--kept DIR]]`: the
+metrics.json of the study's runs whose grid values are among those given (and, with --batch, that its batch trained at
+COMMIT has, as kept in docs/fidelity/ or DIR), and the run files its artifacts draw from them (evaluations such as
 eval/forecast_paths.npz): Snakemake targets for a part of a grid;
 `python -m bnnrepro.fidelity collect TREE --studies S ... [--scale paper] [--wall-seconds N] [--out DIR]`;
 `python -m bnnrepro.fidelity document`;
@@ -14,10 +15,12 @@ from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.fidelity.code_digest import backfill
 from bnnrepro.fidelity.collect import PROVENANCE_FILE, collect
 from bnnrepro.fidelity.document import fidelity_document
+from bnnrepro.fidelity.kept_files import KEPT_RESULTS
+from bnnrepro.fidelity.staleness import kept_batch_runs
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import Run, load_study
 
-RESULTS = Path("docs/fidelity")
+RESULTS = Path(KEPT_RESULTS)
 DOCUMENT = Path("docs/fidelity.md")
 
 
@@ -51,6 +54,8 @@ def main() -> None:
     targets = commands.add_parser("targets", help="the metrics.json files of a part of a study's grid")
     targets.add_argument("study")
     targets.add_argument("--scale", default="paper")
+    targets.add_argument("--batch", metavar="COMMIT", help="only the runs of the batch trained at COMMIT, as kept")
+    targets.add_argument("--kept", type=Path, default=RESULTS, help=f"where --batch is kept (default: {RESULTS})")
     targets.add_argument("keep", nargs="*", help="KEY=V1,V2: keep the runs whose KEY (short name) is one of these")
     keep = commands.add_parser("collect", help="keep a tree's finished runs of some studies under docs/fidelity/")
     keep.add_argument("tree", type=Path, help="a project folder with finished runs at --scale")
@@ -68,6 +73,9 @@ def main() -> None:
     if args.command == "targets":
         kept = {key: set(values.split(",")) for key, _, values in (item.partition("=") for item in args.keep)}
         runs = selected_runs(load_study(args.study).runs(args.scale), kept)
+        if args.batch:
+            batch = kept_batch_runs(root / args.kept / args.scale / args.study, args.batch)
+            runs = [run for run in runs if run.id in batch]
         print("\n".join(target_files(args.study, args.scale, runs)))
     elif args.command == "collect":
         for study in args.studies:

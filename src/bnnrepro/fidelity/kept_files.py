@@ -9,7 +9,9 @@ CLAIM_COLUMNS = ["artifact", "claim", "holds", "status", "evidence"]
 BATCHES_FILE = "batches.csv"
 """Which batch each kept run came from (run, batch: its index in the provenance's `batches`), once there are several."""
 
-PAPER_RESULTS = "docs/fidelity/paper"
+KEPT_RESULTS = "docs/fidelity"
+"""Where `python -m bnnrepro.fidelity collect` keeps a study's results by default (<scale>/<study>/ under it)."""
+PAPER_RESULTS = f"{KEPT_RESULTS}/paper"
 """The committed paper-scale results (`python -m bnnrepro.fidelity collect`), relative to the project root. Named here,
 not in `bnnrepro.layout`, which every training job imports: an edit here reruns no training."""
 

@@ -11,7 +11,8 @@ import shlex
 from pathlib import Path
 
 from bnnrepro.fidelity.code_digest import batch_runs, code_digests
-from bnnrepro.fidelity.collect import PROVENANCE_FILE, _value_order
+from bnnrepro.fidelity.collect import PROVENANCE_FILE
+from bnnrepro.fidelity.kept_files import KEPT_RESULTS
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import Run, StudyError, load_study
 
@@ -35,25 +36,33 @@ def stale_keys(folder: Path, current_tree: Path | None = None) -> list[dict]:
     return batches
 
 
-def rerun_command(study_name: str, scale: str, runs: list[Run]) -> str:
-    """The `snakemake ... $(python -m bnnrepro.fidelity targets ...)` that trains `runs` again (the values of each
-    grid key they take, where those are not all of the grid's)."""
-    grid = load_study(study_name).runs(scale)
-    values = {"method": sorted({run.method for run in runs})}
-    for key in ["dataset", *(key for key, _ in runs[0].hparams), "seed"]:
-        short = key.rsplit(".", 1)[-1]
-        taken = {_grid_value(run, key) for run in runs}
-        if taken != {_grid_value(run, key) for run in grid if run.method in values["method"]}:
-            values[short] = sorted(taken, key=_value_order)
-    keep = " ".join(f"{key}={','.join(map(str, kept))}" for key, kept in values.items())
+def kept_batch_runs(folder: Path, commit: str) -> set[str]:
+    """The run ids of the batch(es) of a collected study's folder trained at `commit` (as its provenance names it);
+    an error naming the batches' commits where none was trained at `commit`."""
+    if not (folder / PROVENANCE_FILE).is_file():
+        raise SystemExit(f"no batch is kept in {folder}: `python -m bnnrepro.fidelity collect` keeps one")
+    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
+    commits = [batch["commit"] for batch in provenance.get("batches", [provenance])]
+    if commit not in commits:
+        raise SystemExit(f"no batch in {folder} was trained at {commit}; its batches are at {', '.join(commits)}")
+    return {run for at, runs in zip(commits, batch_runs(folder), strict=True) if at == commit for run in runs}
+
+
+def rerun_command(study_name: str, scale: str, kept: str, commit: str, batch: list[Run], runs: list[Run]) -> str:
+    """The `snakemake ... $(python -m bnnrepro.fidelity targets STUDY ... --batch COMMIT)` that trains `runs`, the
+    stale ones of the batch `batch` trained at `commit` and kept in `kept`, again: the batch's runs of the methods
+    and datasets of `runs` (named where those are not all of the batch's), so no run of another batch or grid is
+    trained with them."""
+    keep = ""
+    for key in ("method", "dataset"):
+        taken = {getattr(run, key) for run in runs}
+        if taken != {getattr(run, key) for run in batch}:
+            keep += f" {key}={','.join(sorted(taken))}"
     scales = shlex.quote(f"study_scales={{{study_name}: {scale}}}")
     scale_option = "" if scale == "paper" else f" --scale {scale}"
-    targets = f"$(python -m bnnrepro.fidelity targets {study_name}{scale_option} {keep})"
+    kept_option = "" if kept == KEPT_RESULTS else f" --kept {shlex.quote(kept)}"
+    targets = f"$(python -m bnnrepro.fidelity targets {study_name}{scale_option}{keep} --batch {commit}{kept_option})"
     return f"snakemake --cores 2 {targets} --config {scales}"
-
-
-def _grid_value(run: Run, key: str) -> object:
-    return {"dataset": run.dataset, "seed": run.seed, **dict(run.hparams)}.get(key)
 
 
 def code_section(folder: Path, current_tree: Path | None = None) -> list[str]:
@@ -62,6 +71,8 @@ def code_section(folder: Path, current_tree: Path | None = None) -> list[str]:
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
     study_name, scale = provenance["study"], provenance["scale"]
     batches = stale_keys(folder, current_tree)
+    kept_in = _shown(folder.parents[1], current_tree or project_root())
+    out_option = "" if kept_in == KEPT_RESULTS else f" --out {shlex.quote(kept_in)}"
     lines = []
     unrecorded = [batch["commit"] for batch in batches if batch["recorded"] is None]
     if unrecorded:
@@ -81,10 +92,12 @@ def code_section(folder: Path, current_tree: Path | None = None) -> list[str]:
                   "(its code digest differs from the current code's), so their rows may differ from what the "
                   "current code gives (any edit of those files changes the digest, also one that leaves the numbers "
                   "alone). To rerun and keep them:", ""]  # fmt: skip
-        rerun = [runs[run_id] for run_id in batch["runs"] if run_id in runs and _key(runs[run_id]) in batch["stale"]]
+        members = [runs[run_id] for run_id in batch["runs"] if run_id in runs]
+        rerun = [run for run in members if _key(run) in batch["stale"]]
         if rerun:
-            keep = f"python -m bnnrepro.fidelity collect . --studies {study_name} --scale {scale} --add"
-            lines += ["```bash", rerun_command(study_name, scale, rerun), keep, "```", ""]
+            keep = f"python -m bnnrepro.fidelity collect . --studies {study_name} --scale {scale} --add{out_option}"
+            command = rerun_command(study_name, scale, kept_in, batch["commit"], members, rerun)
+            lines += ["```bash", command, keep, "```", ""]
         else:
             lines += ["(none of its runs is a run of the current study; collect the study again)", ""]
     by_grouping: dict[tuple, list[str]] = {}
@@ -116,6 +129,11 @@ def mixed_code(batches: list[dict]) -> dict[str, list[list[str]]]:
         for key, digest in (batch["recorded"] or {}).items():
             by_key.setdefault(key, {}).setdefault(digest, []).append(batch["commit"])
     return {key: list(groups.values()) for key, groups in by_key.items() if len(groups) > 1}
+
+
+def _shown(path: Path, root: Path) -> str:
+    """`path` relative to the project `root` where it is under it, else in full."""
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
 
 
 def _key(run: Run) -> str:
