@@ -21,10 +21,9 @@ def stale_keys(folder: Path, current_tree: Path | None = None) -> list[dict]:
     """Per batch of a collected study's folder, in order: its commit, its recorded `code_digests` (None when it has
     none), the current tree's digests of its runs (`current_tree`: the project root by default) and the method/dataset
     keys whose digest differs (or that the current code no longer has), with the batch's runs."""
-    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
     tree = current_tree or project_root()
     batches = []
-    for batch, runs in zip(provenance.get("batches", [provenance]), batch_runs(folder), strict=True):
+    for batch, runs in _kept_batches(folder):
         recorded = batch.get("code_digests")
         try:
             current = code_digests(tree, batch["study"], batch["scale"], runs)
@@ -41,11 +40,16 @@ def kept_batch_runs(folder: Path, commit: str) -> set[str]:
     an error naming the batches' commits where none was trained at `commit`."""
     if not (folder / PROVENANCE_FILE).is_file():
         raise SystemExit(f"no batch is kept in {folder}: `python -m bnnrepro.fidelity collect` keeps one")
-    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
-    commits = [batch["commit"] for batch in provenance.get("batches", [provenance])]
-    if commit not in commits:
+    batches = _kept_batches(folder)
+    if commit not in (commits := [batch["commit"] for batch, _ in batches]):
         raise SystemExit(f"no batch in {folder} was trained at {commit}; its batches are at {', '.join(commits)}")
-    return {run for at, runs in zip(commits, batch_runs(folder), strict=True) if at == commit for run in runs}
+    return {run for batch, runs in batches if batch["commit"] == commit for run in runs}
+
+
+def _kept_batches(folder: Path) -> list[tuple[dict, list[str]]]:
+    """Each batch's provenance in a collected study's folder, with its run ids."""
+    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
+    return list(zip(provenance.get("batches", [provenance]), batch_runs(folder), strict=True))
 
 
 def rerun_command(study_name: str, scale: str, kept: str, commit: str, batch: list[Run], runs: list[Run]) -> str:
