@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest  # noqa: E402
 from pypdf import PdfReader  # noqa: E402
 
 from bnnrepro.artifacts.registry import implementations  # noqa: E402
+from bnnrepro.report import INVOCATION_LIMIT, INVOCATION_VARIABLE, invocation_record  # noqa: E402
 from bnnrepro.report.manifest import build_manifest, code_commit  # noqa: E402
 from bnnrepro.report.typst_report import build_report, format_number, typst_str  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
@@ -259,3 +261,31 @@ def test_each_artifacts_module_is_found_without_importing_the_others() -> None:
     from bnnrepro.artifacts.registry import artifact_modules, implementations
 
     assert {k: impl.draw.__module__ for k, impl in implementations().items()} == artifact_modules()
+
+
+def test_the_recorded_command_of_a_batch_with_thousands_of_targets_lets_every_job_start() -> None:
+    """The Snakefile records its command in INVOCATION_VARIABLE, which every job inherits. Linux starts no process
+    whose environment holds a string over 128 KiB, so the benchmark's 2,100-target rerun command, recorded whole,
+    stopped the workflow before its first job (the control below); the record keeps the options, the first and last
+    targets and the trailing --config, and counts the targets it leaves out."""
+    targets = [f"results/paper/uci_benchmark/runs/mfvi/uci_wine/split={i}+noise_precision=25.0/seed={i}/metrics.json"
+               for i in range(2100)]  # fmt: skip
+    argv = ["snakemake", "--cores", "2", "--keep-going", *targets, "--config", "study_scales={uci_benchmark: paper}"]
+    record = invocation_record(argv)
+    assert len(record) <= INVOCATION_LIMIT
+    assert record.startswith(f"snakemake --cores 2 --keep-going {targets[0]} ")
+    assert record.endswith(f"{targets[-1]} --config 'study_scales={{uci_benchmark: paper}}'")
+    kept = record.count("metrics.json")
+    assert f"[... {2100 - kept} arguments left out of this record ...]" in record and 0 < kept < 2100
+
+    def starts(value: str) -> bool:
+        try:
+            subprocess.run(["true"], env={INVOCATION_VARIABLE: value}, check=True)
+        except OSError:  # E2BIG: "Argument list too long"
+            return False
+        return True
+
+    assert starts(record)
+    assert not starts(shlex.join(argv))  # the whole command: no process starts
+    short = ["snakemake", "--cores", "2", "--config", "study_scales={tiny: default}"]
+    assert invocation_record(short) == shlex.join(short)  # a usual command is recorded as run

@@ -2,7 +2,6 @@
 # Snakemake); the rules take their input functions and file lists from PLAN, and the Snakefile's hooks call the named
 # steps of bnnrepro.pipeline.run_steps.
 import os
-import shlex
 import sys
 
 from pathlib import Path
@@ -17,7 +16,7 @@ from bnnrepro.pipeline.input_lists import NAME_PATTERN as INPUT_LIST_NAME
 from bnnrepro.pipeline.plan import Plan, PlanError
 from bnnrepro.pipeline.result_timestamps import record, workflow_source_files
 from bnnrepro.pipeline.sources import source_files
-from bnnrepro.report import INVOCATION_VARIABLE
+from bnnrepro.report import INVOCATION_VARIABLE, invocation_record
 from bnnrepro.report import files as report_files
 from bnnrepro.train_configs import SCALES
 
@@ -25,8 +24,9 @@ validate(config, schema="../schemas/config.schema.yaml")
 config.setdefault("study_scales", {})
 
 # The command that runs the workflow, for the report's provenance (bnnrepro.report.manifest); a job's own
-# snakemake (a cluster job) keeps the one of the snakemake that started it.
-os.environ.setdefault(INVOCATION_VARIABLE, shlex.join(["snakemake", *sys.argv[1:]]))
+# snakemake (a cluster job) keeps the one of the snakemake that started it. Every job inherits it: a command with
+# thousands of targets is recorded with the middle ones left out (invocation_record), or no job could start.
+os.environ.setdefault(INVOCATION_VARIABLE, invocation_record(["snakemake", *sys.argv[1:]]))
 
 SCALE = config["scale"]
 SCALE_NAMES = "|".join(SCALES)
