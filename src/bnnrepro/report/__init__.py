@@ -13,10 +13,9 @@ environment has a string over 128 KiB: a command naming the 2,100 targets of a b
 def invocation_record(argv: list[str], limit: int = INVOCATION_LIMIT) -> str:
     """`argv` as one shell command; one longer than `limit` keeps its first and its last arguments, up to limit / 2
     characters each (the options, the first targets, a trailing --config), and says how many it leaves out between."""
-    whole = shlex.join(argv)
-    if len(whole) <= limit:
-        return whole
     quoted = [shlex.quote(argument) for argument in argv]
+    if len(whole := " ".join(quoted)) <= limit:
+        return whole
     head = _leading_within(quoted, limit // 2)
     tail = _leading_within(quoted[len(head) :][::-1], limit // 2)[::-1]
     left_out = len(argv) - len(head) - len(tail)

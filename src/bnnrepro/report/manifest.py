@@ -9,7 +9,8 @@ carries its verdict against the paper (`bnnrepro.report.verdicts`), made from th
 artifact with committed paper-scale results their verdict (`bnnrepro.report.paper_verdicts`), whatever the scale built.
 
 The provenance records the command that ran the workflow (the environment variable INVOCATION_VARIABLE, which
-the Snakefile sets) and its whole configuration. The command is not part of the job's rerun decision on purpose:
+the Snakefile sets; a command of thousands of targets with its middle ones left out, `invocation_record`) and its
+whole configuration. The command is not part of the job's rerun decision on purpose:
 it says which command built this manifest, and a later command that finds it up to date did not.
 """
 
