@@ -132,10 +132,9 @@ def batch_runs(folder: Path) -> list[list[str]]:
     every run of its metrics.csv; several: batches.csv says which)."""
     import pandas as pd
 
-    from bnnrepro.fidelity.kept_files import BATCHES_FILE, METRICS_FILE, PROVENANCE_FILE
+    from bnnrepro.fidelity.kept_files import BATCHES_FILE, METRICS_FILE, PROVENANCE_FILE, provenance_batches
 
-    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
-    batches = provenance.get("batches", [provenance])
+    batches = provenance_batches(json.loads((folder / PROVENANCE_FILE).read_text()))
     if len(batches) == 1:
         return [list(dict.fromkeys(pd.read_csv(folder / METRICS_FILE)["run"]))]
     membership = pd.read_csv(folder / BATCHES_FILE)
@@ -159,10 +158,10 @@ def backfill(folder: Path, repository: Path, tries: int = 20) -> list[str]:
     its runs: then the digests are those of the first later commit (of up to `tries` on the ancestry path to HEAD)
     that holds them all, the commit that committed what the batch ran, recorded as `code_digests_commit`. A batch
     whose commit is not one of the repository's (e.g. 'unknown') is left without, and named."""
-    from bnnrepro.fidelity.kept_files import PROVENANCE_FILE
+    from bnnrepro.fidelity.kept_files import PROVENANCE_FILE, provenance_batches
 
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
-    batches = provenance.get("batches", [provenance])
+    batches = provenance_batches(provenance)
     done, added = [], []
     for batch, runs in zip(batches, batch_runs(folder), strict=True):
         if batch.get("code_digests"):

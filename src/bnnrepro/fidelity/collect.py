@@ -29,7 +29,15 @@ from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.artifacts.render import compare_with_published
 from bnnrepro.fidelity.code_digest import code_digests, is_project_tree
-from bnnrepro.fidelity.kept_files import BATCHES_FILE, CLAIM_COLUMNS, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE, TABLES
+from bnnrepro.fidelity.kept_files import (
+    BATCHES_FILE,
+    CLAIM_COLUMNS,
+    CLAIMS_FILE,
+    METRICS_FILE,
+    PROVENANCE_FILE,
+    TABLES,
+    provenance_batches,
+)
 from bnnrepro.pipeline.studies import Run, load_study
 
 
@@ -226,7 +234,7 @@ def batch_membership(
         membership = pd.DataFrame({"run": list(dict.fromkeys(kept["run"])), "batch": 0})
     membership = membership[membership["run"].isin(set(kept["run"]))]
     left = sorted(set(membership["batch"]))
-    earlier_batches = earlier.get("batches", [earlier])
+    earlier_batches = provenance_batches(earlier)
     membership = membership.assign(batch=membership["batch"].map({old: new for new, old in enumerate(left)}))
     own = pd.DataFrame({"run": list(dict.fromkeys(tidy["run"])), "batch": len(left)})
     return [*(earlier_batches[i] for i in left), batch], pd.concat([membership, own], ignore_index=True)

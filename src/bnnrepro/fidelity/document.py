@@ -20,6 +20,7 @@ from bnnrepro.artifacts.registry import artifact_stem, catalog
 from bnnrepro.artifacts.render import verdict_counts
 from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS, DIFFERS
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
+from bnnrepro.fidelity.kept_files import provenance_batches
 from bnnrepro.fidelity.staleness import code_section
 from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.studies import available_studies, load_study
@@ -119,7 +120,7 @@ def _collected_artifacts(claims: pd.DataFrame, folder: Path, artifacts: dict[str
 
 def _commits(provenance: dict) -> str:
     """'commit `a`', or for batches collected from trees at several commits, 'commits `a`, `b`'."""
-    commits = list(dict.fromkeys(batch["commit"] for batch in provenance.get("batches", [provenance])))
+    commits = list(dict.fromkeys(batch["commit"] for batch in provenance_batches(provenance)))
     return ("commits " if len(commits) > 1 else "commit ") + ", ".join(f"`{commit}`" for commit in commits)
 
 

@@ -9,6 +9,7 @@ CLAIM_COLUMNS = ["artifact", "claim", "holds", "status", "evidence"]
 BATCHES_FILE = "batches.csv"
 """Which batch each kept run came from (run, batch: its index in the provenance's `batches`), once there are several."""
 
+
 KEPT_RESULTS = "docs/fidelity"
 """Where `python -m bnnrepro.fidelity collect` keeps a study's results by default (<scale>/<study>/ under it)."""
 PAPER_RESULTS = f"{KEPT_RESULTS}/paper"
@@ -20,3 +21,9 @@ def paper_result_files(root: Path) -> list[str]:
     """The committed paper-scale files the report's paper-scale verdicts are made from, project-relative."""
     patterns = (f"*/{PROVENANCE_FILE}", f"*/{CLAIMS_FILE}", f"*/{TABLES}/*.csv")
     return sorted(str(path.relative_to(root)) for pattern in patterns for path in (root / PAPER_RESULTS).glob(pattern))
+
+
+def provenance_batches(provenance: dict) -> list[dict]:
+    """The batches a kept provenance.json records: its `batches`, or the provenance itself where it holds one batch
+    (collected once, the batch's fields sit at its top level)."""
+    return provenance.get("batches", [provenance])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bnnrepro.fidelity.code_digest import batch_runs, code_digests
 from bnnrepro.fidelity.collect import PROVENANCE_FILE
-from bnnrepro.fidelity.kept_files import KEPT_RESULTS
+from bnnrepro.fidelity.kept_files import KEPT_RESULTS, provenance_batches
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import Run, StudyError, load_study
 
@@ -49,7 +49,7 @@ def kept_batch_runs(folder: Path, commit: str) -> set[str]:
 def _kept_batches(folder: Path) -> list[tuple[dict, list[str]]]:
     """Each batch's provenance in a collected study's folder, with its run ids."""
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
-    return list(zip(provenance.get("batches", [provenance]), batch_runs(folder), strict=True))
+    return list(zip(provenance_batches(provenance), batch_runs(folder), strict=True))
 
 
 def rerun_command(study_name: str, scale: str, kept: str, commit: str, batch: list[Run], runs: list[Run]) -> str:
