@@ -16,6 +16,7 @@ import pytest
 
 from bnnrepro.fidelity.code_digest import batch_runs, code_digests, tree_inputs
 from bnnrepro.fidelity.collect import BATCHES_FILE, CLAIMS_FILE, METRICS_FILE, PROVENANCE_FILE
+from bnnrepro.fidelity.kept_files import provenance_batches
 from bnnrepro.fidelity.staleness import code_section, kept_batch_runs, rerun_command
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import load_study
@@ -33,7 +34,7 @@ def test_every_committed_batch_records_the_code_digest_of_each_of_its_methods() 
     assert folders
     for folder in folders:
         provenance = json.loads((folder / PROVENANCE_FILE).read_text())
-        for batch, runs in zip(provenance.get("batches", [provenance]), batch_runs(folder), strict=True):
+        for batch, runs in zip(provenance_batches(provenance), batch_runs(folder), strict=True):
             digests = batch.get("code_digests")
             assert digests, f"{folder.name}: the batch at {batch['commit']} has no code digest (backfill-digests)"
             # a batch whose runs a later batch replaced keeps the digests of what it trained
@@ -134,3 +135,25 @@ def test_a_rerun_command_trains_the_batch_s_stale_runs_and_no_other(tmp_path: Pa
     command = [sys.executable, "-m", "bnnrepro.fidelity", "targets", "udn_spirals", "method=udn", "--batch", "0000000"]
     printed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert printed.returncode != 0 and "no batch in" in printed.stderr and "was trained at 0000000" in printed.stderr
+
+
+def test_targets_take_their_filters_before_or_after_the_options(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`targets STUDY --batch C KEY=V` selects what `targets STUDY KEY=V --batch C` does (a printed rerun command may
+    be edited either way); a filter without `=` or an unknown option is an error that names it."""
+    from bnnrepro.fidelity.__main__ import main
+
+    runs = [UDN, DUN, UDN.replace("seed=0", "seed=1")]
+    collected(tmp_path / "paper" / "udn_spirals", [("aaaaaaa", {}, runs)])
+
+    def printed(*words: str) -> list[str]:
+        monkeypatch.setattr(sys, "argv", ["bnnrepro.fidelity", "targets", "udn_spirals", *words])
+        main()
+        return capsys.readouterr().out.split()
+
+    before = printed("method=udn", "--batch", "aaaaaaa", "--kept", str(tmp_path))
+    after = printed("--batch", "aaaaaaa", "--kept", str(tmp_path), "method=udn", "seed=0,1")
+    assert before == after and len([file for file in after if file.endswith("metrics.json")]) == 2
+    for wrong in ("methodudn", "--bogus"):
+        with pytest.raises(SystemExit):
+            printed("--batch", "aaaaaaa", wrong)
+        assert f"unrecognized arguments: {wrong}" in capsys.readouterr().err

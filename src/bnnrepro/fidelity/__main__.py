@@ -1,4 +1,4 @@
-"""`python -m bnnrepro.fidelity targets STUDY [--scale paper] [KEY=V1,V2 ...] [--batch COMMIT [--kept DIR]]`: the
+"""`python -m bnnrepro.fidelity targets STUDY [--scale paper] [--batch COMMIT [--kept DIR]] [KEY=V1,V2 ...]`: the
 metrics.json of the study's runs whose grid values are among those given (and, with --batch, that its batch trained at
 COMMIT has, as kept in docs/fidelity/ or DIR), and the run files its artifacts draw from them (evaluations such as
 eval/forecast_paths.npz): Snakemake targets for a part of a grid;
@@ -68,10 +68,14 @@ def main() -> None:
     digests = commands.add_parser("backfill-digests", help="record the code digest of kept batches that have none")
     digests.add_argument("--scale", default="paper")
     digests.add_argument("--studies", nargs="*", help="(default: every study kept at --scale)")
-    args = parser.parse_args()
+    args, rest = parser.parse_known_args()  # `targets` takes KEY=V filters after its options too
+    filters = [*args.keep, *rest] if args.command == "targets" else rest
+    if wrong := [item for item in filters if args.command != "targets" or item.startswith("-") or "=" not in item]:
+        hint = " (the filters of `targets` are KEY=V1,V2)" if args.command == "targets" else ""
+        parser.error(f"unrecognized arguments: {' '.join(wrong)}{hint}")
     root = project_root()
     if args.command == "targets":
-        kept = {key: set(values.split(",")) for key, _, values in (item.partition("=") for item in args.keep)}
+        kept = {key: set(values.split(",")) for key, _, values in (item.partition("=") for item in filters)}
         runs = selected_runs(load_study(args.study).runs(args.scale), kept)
         if args.batch:
             batch = kept_batch_runs(root / args.kept / args.scale / args.study, args.batch)
