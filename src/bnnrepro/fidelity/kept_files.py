@@ -9,7 +9,6 @@ CLAIM_COLUMNS = ["artifact", "claim", "holds", "status", "evidence"]
 BATCHES_FILE = "batches.csv"
 """Which batch each kept run came from (run, batch: its index in the provenance's `batches`), once there are several."""
 
-
 KEPT_RESULTS = "docs/fidelity"
 """Where `python -m bnnrepro.fidelity collect` keeps a study's results by default (<scale>/<study>/ under it)."""
 PAPER_RESULTS = f"{KEPT_RESULTS}/paper"
