@@ -248,3 +248,20 @@ def test_targets_include_the_run_files_the_study_s_figures_draw() -> None:
     assert any(f.endswith("eval/forecast_paths.npz") for f in forecasts)
     black_box = [run for run in bnsde if run.method == "e_bayes" and run.dataset == "lorenz"][:1]
     assert target_files("thesis_bnsde", "paper", black_box) == [black_box[0].file("metrics.json")]
+
+
+def test_an_average_over_fewer_omegas_than_the_paper_s_is_partial_and_never_agrees(tmp_path: Path) -> None:
+    """udn/table1 averages each model over the paper's omegas. Runs at two of them make every row partial, and a
+    partial UDN row whose number would agree (92.0 +- 1.0 over 5 seeds, published 91.7 +- 1.1) is undetermined."""
+    from bnnrepro.artifacts.render import compare_with_published, verdict_counts
+    from bnnrepro.artifacts.udn_spirals import average_accuracy
+
+    context = spiral_metrics(tmp_path, {"udn": [0.999, 0.9], "dun_10": [0.985, 0.85]}, depth=[2.0, 5.0])
+    omegas = len(load_study("udn_spirals").grid_values("paper", "dataset.omega"))
+    assert set(average_accuracy(context)["partial"]) == {f"2 of {omegas} omegas"}
+    udn = pd.DataFrame({"row": ["UDN"], "column": "average accuracy", "ours": 92.0, "ours_error": 1.0, "n_runs": 5})
+    whole = compare_with_published("udn/table1", udn, False)
+    assert whole.set_index("row").loc["UDN", "verdict"] == "agrees"  # the control: over every omega it agrees
+    partial = compare_with_published("udn/table1", udn.assign(partial=f"2 of {omegas} omegas"), False)
+    assert partial.set_index("row").loc["UDN", "verdict"] == "undetermined"
+    assert verdict_counts(partial)["agrees"] == 0
