@@ -69,12 +69,13 @@ def main() -> None:
     digests.add_argument("--scale", default="paper")
     digests.add_argument("--studies", nargs="*", help="(default: every study kept at --scale)")
     args, rest = parser.parse_known_args()  # `targets` takes KEY=V filters after its options too
-    filters = [*args.keep, *rest] if args.command == "targets" else rest
-    if wrong := [item for item in filters if args.command != "targets" or item.startswith("-") or "=" not in item]:
-        hint = " (the filters of `targets` are KEY=V1,V2)" if args.command == "targets" else ""
-        parser.error(f"unrecognized arguments: {' '.join(wrong)}{hint}")
+    if args.command != "targets" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     root = project_root()
     if args.command == "targets":
+        filters = [*args.keep, *rest]
+        if wrong := [item for item in filters if item.startswith("-") or "=" not in item]:
+            parser.error(f"unrecognized arguments: {' '.join(wrong)} (the filters of `targets` are KEY=V1,V2)")
         kept = {key: set(values.split(",")) for key, _, values in (item.partition("=") for item in filters)}
         runs = selected_runs(load_study(args.study).runs(args.scale), kept)
         if args.batch:
