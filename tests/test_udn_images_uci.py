@@ -246,8 +246,10 @@ def tidy_metrics(tmp_path, study: str, rows: list[tuple[str, str, int, str, floa
 
 
 def uci_rows(depths: dict[str, float], rmse: dict[tuple[str, str], float]) -> list:
-    rows = [("udn", f"uci_{d}", s, "expected_depth", v + 0.01 * s) for d, v in depths.items() for s in (0, 1)]
-    rows += [(m, f"uci_{d}", s, "test_rmse_original", v * (1 + 0.01 * s)) for (m, d), v in rmse.items() for s in (0, 1)]
+    """Five splits; each method's RMSE moves per split by a jitter of its own, so that paired differences spread."""
+    rows = [("udn", f"uci_{d}", s, "expected_depth", v + 0.01 * s) for d, v in depths.items() for s in range(5)]
+    rows += [(m, f"uci_{d}", s, "test_rmse_original", v * (1 + 0.01 * s + 0.002 * ((s * len(m)) % 3)))
+             for (m, d), v in rmse.items() for s in range(5)]  # fmt: skip
     return rows
 
 
@@ -278,7 +280,7 @@ def test_uci_claims_hold_and_fail_on_constructed_results(tmp_path):
 
 
 def test_cifar_claims_on_constructed_results(tmp_path):
-    """Three seeds each, every model's value moved alike per seed (paired differences constant)."""
+    """Five seeds each, every model's value moved alike per seed and by a small jitter of its own."""
     base = [("udn@deer_car", "last_expected_depth", 2.0), ("udn@cat_dog", "last_expected_depth", 4.0),
             ("udn", "last_expected_depth", 9.0)]  # fmt: skip
     base += [(m, "test_accuracy", a) for m, a in
@@ -286,7 +288,8 @@ def test_cifar_claims_on_constructed_results(tmp_path):
               ("finite_15", 0.94), ("finite_30", 0.939))]  # fmt: skip
 
     def seeded(triples):
-        return [(m, "cifar10", seed, metric, value + 0.001 * seed) for seed in range(3) for m, metric, value in triples]
+        return [(m, "cifar10", seed, metric, value + 0.001 * seed + 0.0003 * ((seed * len(m)) % 3))
+                for seed in range(5) for m, metric, value in triples]  # fmt: skip
 
     context = tidy_metrics(tmp_path, "udn_images", seeded(base))
     assert image_claims.udn_deepens_with_task_difficulty(context).holds

@@ -1,5 +1,6 @@
-"""The verdict rules by simulation (every judged catalog cell), a null table that must not agree, and the checks of
-the claims on run files, against a fit and their nulls (all claims' nulls: tests/test_negative_controls.py)."""
+"""The verdict rules' edge cases, a null table that must not agree, and the checks of the claims on run files, against
+a fit and their nulls (all claims' nulls: tests/test_negative_controls.py; the rules' rates by simulation:
+tests/test_verdict_rates.py)."""
 
 from __future__ import annotations
 
@@ -18,75 +19,72 @@ from bnnrepro.artifacts.verdict_rules import (
     CONTRADICTED,
     DIFFERS,
     HOLDS,
+    MARGINS,
     NOT_JUDGED,
     NOT_RESOLVED,
     STANDARD_DEVIATION,
+    STANDARD_ERROR,
     UNDETERMINED,
+    Decision,
     PublishedSpread,
+    all_of,
     cell_verdict,
+    metric_kind,
     paired_comparison,
     spread_of,
 )
 
-DRAWS = 400
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def judged_cells() -> list[tuple[str, dict, PublishedSpread]]:
+def judged_cells() -> list[tuple[str, dict, PublishedSpread, float]]:
+    """(artifact, published value, its spread, the equivalence margin) of every catalog cell the rule judges."""
     cells = []
     for entry in catalog()["artifacts"]:
         published = entry.get("published") or {}
         spread = spread_of(published)
         for value in published.get("values", []):
-            if spread.why_not_judged(value["error"]) is None and value["error"] > 0:  # printed 0.00: no spread to draw
-                cells.append((entry["id"], value, spread))
+            if spread.why_not_judged(value["error"]) is None:
+                margin = MARGINS[metric_kind(value["column"], published)].size(value["value"])
+                cells.append((entry["id"], value, spread, margin))
     return cells
 
 
-def simulated_verdicts(
-    value: dict, spread: PublishedSpread, shift: float, rng: np.random.Generator, runs: int
-) -> list[str]:
-    """Verdicts of DRAWS results of `runs` runs drawn from the published distribution (the paper's spread of one run),
-    moved by `shift` combined standard errors."""
-    paper_se = spread.standard_error(value["error"])
-    run_sd = paper_se * math.sqrt(spread.runs)
-    combined = math.hypot(paper_se, run_sd / math.sqrt(runs))
-    verdicts = []
-    for _ in range(DRAWS):
-        sample = rng.normal(value["value"] + shift * combined, run_sd, runs)
-        ours_se = sample.std(ddof=1) / math.sqrt(runs)
-        verdicts.append(cell_verdict(sample.mean(), ours_se, runs, value["value"], value["error"], spread).label)
-    return verdicts
-
-
-LOW_POWER = {"udn/table2": "the paper's ± is over 3 runs: Welch's test has under 80% power at 3 standard errors"}
-
-
-def test_every_judged_catalog_table_has_cells() -> None:
+def test_every_judged_catalog_table_has_cells_and_every_column_a_metric_kind() -> None:
     assert len(judged_cells()) > 100
+    for entry in catalog()["artifacts"]:
+        published = entry.get("published") or {}
+        for value in published.get("values", []):
+            assert metric_kind(value["column"], published) in MARGINS, (entry["id"], value["column"])
 
 
-@pytest.mark.parametrize("artifact_id", sorted({cell[0] for cell in judged_cells()}))
-def test_a_result_from_the_published_distribution_agrees_and_a_shifted_one_differs(artifact_id: str) -> None:
-    """Per judged cell of the table: >= 90% of draws with the paper's n agree; >= 80% of draws shifted by three
-    combined standard errors differ, with at least ten runs of ours (with five a side, Welch's test on two estimated
-    spreads has about 80% power at three standard errors: the rule does not claim more)."""
-    rng = np.random.default_rng(0)
-    if artifact_id in LOW_POWER:
-        pytest.skip(LOW_POWER[artifact_id])
-    for _, value, spread in [cell for cell in judged_cells() if cell[0] == artifact_id]:
-        same = simulated_verdicts(value, spread, 0.0, rng, spread.runs)
-        shifted = simulated_verdicts(value, spread, 3.0, rng, max(spread.runs, 10))
-        assert same.count(AGREES) >= 0.9 * DRAWS, (value, {v: same.count(v) for v in set(same)})
-        assert shifted.count(DIFFERS) >= 0.8 * DRAWS, (value, {v: shifted.count(v) for v in set(shifted)})
+def test_a_column_of_no_known_kind_is_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match="metric_kinds"):
+        metric_kind("test log-likelihood", {})  # a density's or a class distribution's: the catalog must say
 
 
 def test_a_wide_result_is_undetermined_and_an_unexplained_error_is_not_judged() -> None:
     spread = PublishedSpread(STANDARD_DEVIATION, 10)
-    assert cell_verdict(13.0, 9.5e4, 10, 13.89, 0.5, spread).label == UNDETERMINED  # Table 6.2's runaway seed
-    assert cell_verdict(13.0, math.nan, 1, 13.89, 0.5, spread).label == UNDETERMINED  # one run
-    assert cell_verdict(13.0, 0.1, 5, 13.89, math.nan, spread).label == NOT_JUDGED
-    assert cell_verdict(13.0, 0.1, 5, 13.89, 0.5, PublishedSpread(STANDARD_DEVIATION, None)).label == NOT_JUDGED
+    assert cell_verdict(13.0, 9.5e4, 10, 13.89, 0.5, spread, 2.9).label == UNDETERMINED  # Table 6.2's runaway seed
+    assert cell_verdict(13.0, math.nan, 1, 13.89, 0.5, spread, 2.9).label == UNDETERMINED  # one run
+    assert cell_verdict(13.0, 0.1, 5, 13.89, math.nan, spread, 2.9).label == NOT_JUDGED
+    assert cell_verdict(13.0, 0.1, 5, 13.89, 0.5, PublishedSpread(STANDARD_DEVIATION, None), 2.9).label == NOT_JUDGED
+
+
+def test_edge_cases_of_the_cell_rule() -> None:
+    """A standard deviation over one run is not judged (its Welch p would be NaN); a test without a number is
+    undetermined, never agreeing; a published "± 0.00" can agree; an 18% RMSE difference does not agree."""
+    one_run = PublishedSpread(STANDARD_DEVIATION, 1)
+    assert cell_verdict(1.0, 0.1, 5, 1.0, 0.2, one_run, 0.1).label == NOT_JUDGED
+    spread = PublishedSpread(STANDARD_DEVIATION, 5)
+    assert cell_verdict(math.inf, math.inf, 5, 1.0, 0.2, spread, 0.1).label == UNDETERMINED
+    printed_zero = cell_verdict(-0.031, 0.002, 5, -0.03, 0.0, spread, 0.01)  # thesis Table 3.2's "-0.03 ± 0.00"
+    assert printed_zero.label == AGREES, printed_zero
+    boston = PublishedSpread(STANDARD_ERROR, 20)  # PBP's boston RMSE 3.01 ± 0.18 (s.e. over 20 splits)
+    margin = MARGINS["RMSE"].size(3.01)
+    assert cell_verdict(3.55, 0.2, 20, 3.01, 0.18, boston, margin).label != AGREES  # 18% above
+    assert cell_verdict(3.01, 0.0, 20, 3.01, 0.0, boston, margin).label == AGREES  # both exact and equal
+    assert cell_verdict(3.55, 0.0, 20, 3.01, 0.0, boston, margin).label == DIFFERS  # both exact, outside the margin
 
 
 def test_a_paired_comparison_holds_is_contradicted_or_not_resolved() -> None:
@@ -100,15 +98,37 @@ def test_a_paired_comparison_holds_is_contradicted_or_not_resolved() -> None:
     assert paired_comparison(base.iloc[:1] + 1, base.iloc[:1], "greater").status == NOT_RESOLVED  # one repetition
 
 
+def test_identical_paired_differences_are_decided_by_their_count() -> None:
+    """Equal differences have no spread for a t-test: the signs decide, so two repetitions cannot (p = 0.25) and
+    five can (p = 0.031); the p-value is never 0."""
+    two, five = pd.Series([0.0, 0.0]), pd.Series([0.0] * 5)
+    assert paired_comparison(two + 0.2, two, "greater").status == NOT_RESOLVED
+    assert paired_comparison(two + 0.2, two, "greater").p_value == pytest.approx(0.25)
+    assert paired_comparison(five + 0.2, five, "greater").status == HOLDS
+    assert paired_comparison(five + 0.2, five, "greater").p_value == pytest.approx(1 / 32)
+    assert paired_comparison(five - 0.2, five, "greater").status == CONTRADICTED
+
+
+def test_a_family_holds_when_each_holds_and_is_contradicted_only_after_holm() -> None:
+    holds, borderline = Decision(HOLDS, 0.01, 0.99), Decision(CONTRADICTED, 0.99, 0.0497)
+    assert all_of([holds] * 3).status == HOLDS
+    assert all_of([holds, Decision(NOT_RESOLVED, 0.2, 0.8)]).status == NOT_RESOLVED
+    assert all_of([borderline]).status == CONTRADICTED  # one comparison: no correction
+    assert all_of([borderline] + [Decision(NOT_RESOLVED, 0.5, 0.5)] * 67).status == NOT_RESOLVED  # 1 of 68
+    assert all_of([Decision(CONTRADICTED, 1.0, 1e-5)] + [holds] * 67).contradicting == (0,)
+    assert all_of([]).status == NOT_RESOLVED
+
+
 # --- negative control of the cell rule (the claims': tests/test_negative_controls.py) --------------------------
 
 
 def test_a_null_table_does_not_agree() -> None:
     """An untrained model's numbers (a constant far from the published values) differ from every judged cell."""
     rng = np.random.default_rng(2)
-    for _, value, spread in judged_cells():
+    for _, value, spread, margin in judged_cells():
         far = value["value"] + 10 * abs(value["value"]) + 10
-        verdict = cell_verdict(far, abs(far) * 0.01 + rng.uniform(0, 1e-3), 5, value["value"], value["error"], spread)
+        ours_se = abs(far) * 0.01 + rng.uniform(0, 1e-3)
+        verdict = cell_verdict(far, ours_se, 5, value["value"], value["error"], spread, margin)
         assert verdict.label != AGREES, value
 
 

@@ -74,15 +74,17 @@ def test_an_artifact_computed_from_formulas_alone_is_judged_at_every_scale() -> 
 
 def test_cell_counts_follow_the_rule_on_a_real_catalog_table() -> None:
     """udn/table1's published cells: UDN 91.7 +- 1.1, DUN-10 90.5 +- 0.7, Omega_3 87.4 +- 0.6 (std over 5 runs):
-    UDN agrees, DUN-10 and Omega_3 differ, one of our rows has no published value, and Omega_4's numbers coincide
-    with Omega_3's, which comes first in the paper's order (counted once)."""
+    Omega_3 agrees (within a tenth of its error rate), UDN is undetermined (the paper's own s.e. of 0.49 leaves its
+    margin of 0.83 out of reach), DUN-10 differs, one of our rows has no published value, and Omega_4's numbers
+    coincide with Omega_3's, which comes first in the paper's order (counted once)."""
     ours = pd.DataFrame({
         "row": ["UDN", "DUN-10", "ResNet", "Standard network Ω_4", "Standard network Ω_3"],
         "column": "average accuracy",
-        "ours": [92.0, 86.0, 80.0, 89.0, 89.0], "ours_error": [1.0, 0.5, 0.1, 0.9, 0.9], "n_runs": 5,
+        "ours": [92.0, 86.0, 80.0, 87.5, 87.5], "ours_error": [1.0, 0.5, 0.1, 0.1, 0.1], "n_runs": [5, 5, 5, 20, 20],
     })  # fmt: skip
     table = compare_with_published("udn/table1", ours, False)
-    assert verdict_counts(table) == {"agrees": 1, "differs": 2, "undetermined": 0, "not judged": 0}
+    assert verdict_counts(table) == {"agrees": 1, "differs": 1, "undetermined": 1, "not judged": 0,
+                                     "not comparable": 0}  # fmt: skip
     assert table.set_index("row").loc["Standard network Ω_4", "coincides_with"] == "Standard network Ω_3"
 
 

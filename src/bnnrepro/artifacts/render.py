@@ -2,7 +2,8 @@
 against the paper as JSON.
 
 A table puts ours beside the published numbers of the catalog: the difference, and each cell's verdict under the
-rule of `bnnrepro.artifacts.verdict_rules` (agrees, differs, undetermined, not judged). A cell whose numbers
+rule of `bnnrepro.artifacts.verdict_rules` (agrees, differs, undetermined, not judged, not comparable) within the
+equivalence margin of its metric kind (`margin` column). A cell whose numbers
 coincide with another row's in the same column (two models that are one at the stated settings) is flagged and
 counted once; a cell that averages fewer settings than the paper's (the draw function's `partial` column) is never
 counted as agreeing. Every figure names its scale in its
@@ -26,8 +27,14 @@ from bnnrepro.artifacts.registry import catalog_entry  # noqa: E402
 from bnnrepro.artifacts.verdict_rules import (  # noqa: E402
     AGREES,
     CELL_VERDICTS,
+    MARGINS,
+    NOT_COMPARABLE,
+    NOT_JUDGED,
     UNDETERMINED,
+    CellVerdict,
+    PublishedSpread,
     cell_verdict,
+    metric_kind,
     our_standard_error,
     spread_of,
 )  # fmt: skip
@@ -35,7 +42,7 @@ from bnnrepro.files import write_atomic  # noqa: E402
 
 TABLE_COLUMNS = [
     "row", "column", "ours", "ours_error", "n_runs", "published", "published_error",
-    "difference", "verdict", "p_value", "coincides_with", "partial", "standin",
+    "difference", "verdict", "p_value", "margin", "p_equivalence", "coincides_with", "partial", "standin",
 ]  # fmt: skip
 COINCIDE_TOLERANCE = 1e-3
 """Cells of two rows whose means and errors agree within this relative tolerance are one result counted once (thesis
@@ -87,18 +94,30 @@ def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) 
     table["difference"] = numbers["ours"] - table["published"]
     table["coincides_with"] = _coinciding_rows(numbers)
     spread = spread_of(published_block)
-    verdicts = [
-        cell_verdict(row.ours, our_standard_error(row.ours_error, row.n_runs, spread), row.n_runs, row.published,
-                     row.published_error, spread)
-        for row in numbers.itertuples()
-    ]  # fmt: skip
+    verdicts = [judge_cell(row, published_block, spread) for row in numbers.itertuples()]
     table["verdict"] = [v.label for v in verdicts]
     table["p_value"] = [v.p_value for v in verdicts]
+    table["margin"] = [v.margin for v in verdicts]
+    table["p_equivalence"] = [v.p_equivalence for v in verdicts]
     partial = table["partial"].notna() & (table["verdict"] == AGREES)
     table.loc[partial, "verdict"] = UNDETERMINED  # an average over fewer settings than the paper's never agrees
     table["n_runs"] = table["n_runs"].astype("Int64")
     table["standin"] = standin
     return table[TABLE_COLUMNS]
+
+
+def judge_cell(row, published_block: dict, spread: PublishedSpread) -> CellVerdict:
+    """The cell rule on one row of ours beside the published value (`row`: ours, ours_error, n_runs, published,
+    published_error, column), within its metric kind's margin; *not comparable* where the catalog block's
+    `not_comparable` names the column with its reason."""
+    if pd.isna(row.published):
+        return CellVerdict(NOT_JUDGED, math.nan, "no published value")
+    for part, reason in (published_block.get("not_comparable") or {}).items():
+        if part in row.column and not pd.isna(row.ours):
+            return CellVerdict(NOT_COMPARABLE, math.nan, reason)
+    margin = MARGINS[metric_kind(row.column, published_block)].size(row.published)
+    ours_se = our_standard_error(row.ours_error, row.n_runs, spread)
+    return cell_verdict(row.ours, ours_se, row.n_runs, row.published, row.published_error, spread, margin)
 
 
 def _coinciding_rows(table: pd.DataFrame) -> list[str | None]:

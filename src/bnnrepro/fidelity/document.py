@@ -3,6 +3,8 @@ published numbers beside ours and each caption claim with whether it holds, from
 
 A study's folder may hold `findings.yaml`, written by hand after looking into the results: {artifact id: {claim
 text, or 'table': why it does not hold (our bug, the paper's ambiguity, the scale), or what the numbers mean}}.
+A table's finding states verdicts through fields the document fills from the kept table (`with_verdicts`):
+`[[cells]]` for its counts, `[[cell ROW | COLUMN]]` for one cell's verdict.
 A scale's folder holds `not_run.yaml`, {study: why}: why the artifacts of a study that have a published number or a
 checked claim but no collected results at that scale were not run there (the data cannot be fetched, the runs need a
 GPU, ...); the document lists them with it, and refuses to leave one out unexplained.
@@ -11,6 +13,7 @@ GPU, ...); the document lists them with it, and refuses to leave one out unexpla
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +21,14 @@ import pandas as pd
 from bnnrepro.artifacts.claims import CLAIM_STATUSES, CONTRADICTED, HOLDS, NOT_CHECKED, NOT_RESOLVED, all_claims
 from bnnrepro.artifacts.registry import artifact_stem, catalog
 from bnnrepro.artifacts.render import verdict_counts
-from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS, DIFFERS
+from bnnrepro.artifacts.verdict_rules import (
+    CELL_VERDICTS,
+    DIFFERS,
+    JUDGED_VERDICTS,
+    MARGINS,
+    NOT_COMPARABLE,
+    NOT_JUDGED,
+)
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
 from bnnrepro.fidelity.kept_files import provenance_batches
 from bnnrepro.fidelity.staleness import code_section
@@ -56,6 +66,8 @@ def _table_section(compared: pd.DataFrame) -> list[str]:
         runs = "" if pd.isna(row["n_runs"]) else f" ({int(row['n_runs'])})"
         verdict = row["verdict"] if row["verdict"] != DIFFERS else f"**{DIFFERS}**"
         notes = [f"p = {row['p_value']:.2g}"] if not pd.isna(row["p_value"]) else []
+        tested = not pd.isna(row["p_equivalence"])
+        notes += [f"TOST p = {row['p_equivalence']:.2g} within ± {row['margin']:.3g}"] if tested else []
         notes += [f"partial: {row['partial']}"] if not pd.isna(row["partial"]) else []
         notes += [f"same as {row['coincides_with']}, counted once"] if not pd.isna(row["coincides_with"]) else []
         lines.append(f"| {_cell(row['row'])} | {_cell(row['column'])} | {ours}{runs} | {published} | {verdict}"
@@ -67,6 +79,27 @@ def _table_section(compared: pd.DataFrame) -> list[str]:
 
 _STATUS_SHOWN = {HOLDS: "holds", CONTRADICTED: "**contradicted**", NOT_RESOLVED: "not resolved",
                  NOT_CHECKED: "not checked"}  # fmt: skip
+
+
+VERDICT_FIELD = re.compile(r"\[\[(cells|cell (.+?)\|(.+?))\]\]")
+"""`[[cells]]` or `[[cell ROW | COLUMN]]` in a table's finding: the table's counts, or one cell's verdict."""
+
+
+def with_verdicts(text: str, compared: pd.DataFrame, table_file: Path) -> str:
+    """A table's finding with its verdict fields filled from the kept table (`VERDICT_FIELD`), so that a rule change
+    or a new batch cannot leave the prose stating verdicts the table no longer has."""
+
+    def field(match: re.Match) -> str:
+        if match.group(1) == "cells":
+            counts = verdict_counts(compared)
+            return ", ".join(f"{counts[label]} {label}" for label in CELL_VERDICTS if counts[label])
+        row, column = match.group(2).strip(), match.group(3).strip()
+        cell = compared[(compared["row"] == row) & (compared["column"] == column)]
+        if cell.empty:
+            raise ValueError(f"{table_file}: a finding names the cell {row} | {column}, which the table has not")
+        return str(cell["verdict"].iloc[0])
+
+    return VERDICT_FIELD.sub(field, text)
 
 
 def _claims_section(claims: pd.DataFrame, findings: dict) -> list[str]:
@@ -105,7 +138,7 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
             for label, count in verdict_counts(compared).items():
                 counts["cells"][label] += count
             if "table" in findings.get(artifact_id, {}):
-                lines += [findings[artifact_id]["table"], ""]
+                lines += [with_verdicts(findings[artifact_id]["table"], compared, table_file), ""]
         own = claims[claims["artifact"] == artifact_id]
         if not own.empty:
             lines += _claims_section(own, findings.get(artifact_id, {}))
@@ -166,19 +199,34 @@ def not_run_section(scale_folder: Path, collected: set[str], artifacts: dict[str
     return lines
 
 
+def margin_lines() -> list[str]:
+    """The equivalence margins of the cell rule, one row per metric kind (`MARGINS`), with their reasons."""
+    rows = [f"| {kind} | {margin.describe()} | {margin.reason} |" for kind, margin in MARGINS.items()]
+    return ["| metric kind | equivalence margin | why |", "|---|---|---|", *rows]
+
+
 RULE_TEXT = [
     "**The rule** (`src/bnnrepro/artifacts/verdict_rules.py`). A cell: ours (mean and standard error over our n runs)",
     "against the published value, whose ± is read as a standard error from the kind and number of runs the paper",
-    "states (a standard deviation over n runs is divided by sqrt(n)). Welch's test at 5%: *differs* when it",
-    "separates the two; otherwise *undetermined* when we have one run, our standard error is over 3x the paper's, the",
-    "95% interval of the difference is wider than the published value, or the cell averages fewer settings than the",
-    "paper's (*partial*); else *agrees*. Cells of rows that coincide (one model under two names) count once; a cell",
-    "whose ± the paper does not explain (kind or number of runs unstated, no ±) is not judged. A comparison claim:",
-    "one-sided paired t-tests over the repetitions (seeds or splits) at 5%: *holds* when the stated direction is",
-    "significant, *contradicted* when the other is, *not resolved* otherwise; a claim about every setting holds when",
-    "each comparison holds and is contradicted when one is. A claim checked on run files that are not kept here",
-    "(evaluations) stays *not resolved* until its runs are collected again; its evidence says what the first rule",
-    "(the figure's one run) found.",
+    "states (a standard deviation over n runs is divided by sqrt(n)); the difference has the two's combined standard",
+    "error and Welch-Satterthwaite degrees of freedom. *agrees* when two one-sided t-tests at 5% show it inside the",
+    "equivalence margin of its metric kind (below): the 90% interval of the difference lies within ± the margin, so a",
+    "result truly a margin away agrees in at most 5% of comparisons; *differs* when Welch's test at 5% separates the",
+    "two and equivalence is not shown; *undetermined* otherwise (the interval is too wide to tell), with one run of",
+    "ours, or where the cell averages fewer settings than the paper's (*partial*). Cells of rows that coincide (one",
+    "model under two names) count once. *not judged*: the paper does not explain its ± (kind or number of runs",
+    "unstated, no ±, a standard deviation over one run); *not comparable*: the published column measures something",
+    "ours cannot (the reason is in the table's note). Both are counted apart, never as differing.",
+    "",
+    "A comparison claim: one-sided paired t-tests over the repetitions (seeds or splits) at 5% (the signs' binomial",
+    "test where the differences have no spread or one is infinite): *holds* when the stated direction is significant,",
+    "*contradicted* when the other is, *not resolved* otherwise. A claim made of K comparisons (every setting, each",
+    "rival) holds when each comparison holds (an intersection-union test) and is contradicted when one is after",
+    "Holm's correction over the K, so that with every method truly equal a claim is contradicted in at most 5% of",
+    "repetitions whatever K. A claim checked on run files that are not kept here (evaluations) stays *not resolved*",
+    "until its runs are collected again; its evidence says what the first rule (the figure's one run) found.",
+    "",
+    *margin_lines(),
 ]
 
 
@@ -193,17 +241,20 @@ def fidelity_document(results: Path, shown_as: str) -> str:
         sections += lines
         collected.setdefault(folder.parent, set()).update(counts["artifacts"])
         claims = [counts["claims"].get(status, 0) for status in CLAIM_STATUSES[:3]]
-        cells = [counts["cells"][label] for label in CELL_VERDICTS[:3]]
+        cells = [counts["cells"][label] for label in JUDGED_VERDICTS]
+        apart = [counts["cells"][label] for label in (NOT_JUDGED, NOT_COMPARABLE)]
         for kind, labels in (("claims", CLAIM_STATUSES), ("cells", CELL_VERDICTS)):
             for label in labels:
                 totals[kind][label] += counts[kind].get(label, 0)
         summary.append(
             f"| {counts['study']} | {counts['scale']} | {counts['runs']} | {counts['train_seconds'] / 3600:.2f} h | "
-            + " / ".join(map(str, claims)) + " | " + (" / ".join(map(str, cells)) if sum(cells) else "–") + " |"
+            + " / ".join(map(str, claims)) + " | " + (" / ".join(map(str, cells)) if sum(cells) else "–") + " | "
+            + (" / ".join(map(str, apart)) if sum(apart) else "–") + " |"
         )  # fmt: skip
     summary.append(
         "| **all** | | | | " + " / ".join(str(totals["claims"][s]) for s in CLAIM_STATUSES[:3]) + " | "
-        + " / ".join(str(totals["cells"][label]) for label in CELL_VERDICTS[:3]) + " |"
+        + " / ".join(str(totals["cells"][label]) for label in JUDGED_VERDICTS) + " | "
+        + " / ".join(str(totals["cells"][label]) for label in (NOT_JUDGED, NOT_COMPARABLE)) + " |"
     )  # fmt: skip
     header = [
         "# Paper-scale results on a CPU",
@@ -232,8 +283,8 @@ def fidelity_document(results: Path, shown_as: str) -> str:
         *RULE_TEXT,
         "",
         "| study | scale | runs | training (sum over runs) | claims: hold / contradicted / not resolved | "
-        "published numbers: agree / differ / undetermined |",
-        "|---|---|---|---|---|---|",
+        "published numbers: agree / differ / undetermined | not judged / not comparable |",
+        "|---|---|---|---|---|---|---|",
         *summary,
         "",
     ]

@@ -20,7 +20,15 @@ import pandas as pd
 
 from bnnrepro.artifacts.registry import catalog_entry
 from bnnrepro.artifacts.render import TABLE_COLUMNS, standard_error
-from bnnrepro.artifacts.verdict_rules import NOT_JUDGED, CellVerdict, PublishedSpread, cell_verdict, spread_of
+from bnnrepro.artifacts.verdict_rules import (
+    MARGINS,
+    NOT_COMPARABLE,
+    CellVerdict,
+    PublishedSpread,
+    cell_verdict,
+    metric_kind,
+    spread_of,
+)
 from bnnrepro.layout import PAIR_SEPARATOR
 from bnnrepro.report.study_summary import REPLICATES, TEST_PREFIX
 
@@ -96,6 +104,9 @@ def validation_choice(
     return selected, table
 
 
+REGRESSION_KINDS = {"metric_kinds": {"nll": "log-likelihood (density)"}}
+"""The metric kinds of a regression benchmark's published metrics beyond their names' words: its NLL is a density's."""
+
 PUBLISHED_COLUMNS = ["source", "row", "method", "dataset", "metric", "value", "error", "kind", "runs"]
 
 
@@ -135,14 +146,16 @@ def published_comparison(selected: pd.DataFrame, published: pd.DataFrame) -> pd.
     for item in shown.itertuples():
         key = (item.method, item.dataset, TEST_PREFIX + item.metric)
         mean, error, runs = ours.loc[key] if key in ours.index else (float("nan"), float("nan"), 0)
-        verdict = cell_verdict(mean, error, runs, item.value, item.error, PublishedSpread(item.kind, item.runs))
+        margin = MARGINS[metric_kind(item.metric, REGRESSION_KINDS)].size(item.value)
+        verdict = cell_verdict(mean, error, runs, item.value, item.error, PublishedSpread(item.kind, item.runs), margin)
         if standin and runs:
-            verdict = CellVerdict(NOT_JUDGED, float("nan"), "stand-in data are not the paper's")
+            verdict = CellVerdict(NOT_COMPARABLE, float("nan"), "stand-in data are not the paper's")
         label = item.method if isinstance(item.method, str) else item.row
         rows.append({
             "row": f"{label} ({item.source})", "column": f"{item.dataset} {item.metric}", "ours": mean,
             "ours_error": error, "n_runs": runs or None, "published": item.value, "published_error": item.error,
             "difference": mean - item.value, "verdict": verdict.label, "p_value": verdict.p_value,
+            "margin": margin, "p_equivalence": verdict.p_equivalence,
         })  # fmt: skip
     table = pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
     table["n_runs"] = table["n_runs"].astype("Int64")

@@ -51,6 +51,8 @@ def _evidence(cells: dict | None, claims: list[dict]) -> tuple[list[str], int, i
                          f"undetermined of {cell_count}")  # fmt: skip
         if cells.get("not judged"):
             parts.append(f"{cells['not judged']} without a published error to judge by")
+        if cells.get("not comparable"):
+            parts.append(f"{cells['not comparable']} not comparable (the table's note says why)")
         failed, open_, judged = cells[CELL_DIFFERS], cells[CELL_UNDETERMINED], cell_count
     statuses = [claim_status(claim) for claim in claims if claim_status(claim) != "not checked"]
     if statuses:

@@ -23,7 +23,14 @@ import pandas as pd
 
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.registry import artifact_modules, drawing_modules
-from bnnrepro.artifacts.verdict_rules import CONTRADICTED, HOLDS, NOT_RESOLVED, all_of, paired_comparison
+from bnnrepro.artifacts.verdict_rules import (
+    CONTRADICTED,
+    HOLDS,
+    NOT_RESOLVED,
+    Decision,
+    all_of,
+    paired_comparison,
+)
 
 
 @dataclass(frozen=True)
@@ -132,19 +139,30 @@ def repetitions(rows: pd.DataFrame, by: str, within: tuple[str, ...] = ("method"
 
 def compare_all(pairs: list[tuple[str, pd.Series, pd.Series]], stated: str, margin: float = 0.0) -> Outcome:
     """A claim that each (label, first, second) pair of repetition series holds in the `stated` direction (see
-    `paired_comparison`); the evidence lists each comparison's mean difference and p."""
+    `paired_comparison`), decided over all of them by `all_of` (Holm's correction for "contradicted"); the evidence
+    lists each comparison's mean difference and p."""
     require(bool(pairs), "pair of results to compare")
     comparisons = [(label, paired_comparison(first, second, stated, margin)) for label, first, second in pairs]
+    family = all_of([c.decision for _, c in comparisons])
     listed = "; ".join(f"{label}: {c.status} ({c.describe()})" for label, c in comparisons)
-    return Outcome.decided(all_of([c.status for _, c in comparisons]), listed)
+    return Outcome.decided(family.status, listed + holm_note(family, len(comparisons)))
 
 
 def compare_many(pairs: list[tuple[str, pd.Series, pd.Series]], stated: str, numbers: str) -> Outcome:
     """`compare_all` for a claim over many pairs: the evidence is `numbers` and how many comparisons hold, are
     contradicted and are not resolved, not each one."""
     require(bool(pairs), "pair of results to compare")
-    statuses = [paired_comparison(first, second, stated).status for _, first, second in pairs]
+    comparisons = [paired_comparison(first, second, stated) for _, first, second in pairs]
+    statuses = [c.status for c in comparisons]
+    family = all_of([c.decision for c in comparisons])
     paired = max(len(first.index.intersection(second.index)) for _, first, second in pairs)
     counts = ", ".join(f"{statuses.count(s)} {s}" for s in (HOLDS, CONTRADICTED, NOT_RESOLVED))
-    return Outcome.decided(all_of(statuses), f"{numbers}; {len(pairs)} comparisons over {paired} paired "
-                           f"repetition(s): {counts}")  # fmt: skip
+    return Outcome.decided(family.status, f"{numbers}; {len(pairs)} comparisons over {paired} paired "
+                           f"repetition(s): {counts}" + holm_note(family, len(pairs)))  # fmt: skip
+
+
+def holm_note(family: Decision, comparisons: int) -> str:
+    """'; Holm over 7: 1 contradicted' where a claim rests on several comparisons (`all_of`)."""
+    if comparisons < 2:
+        return ""
+    return f"; Holm over {comparisons}: {len(family.contradicting)} contradicted"

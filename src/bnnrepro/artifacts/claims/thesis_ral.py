@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bnnrepro.artifacts.claims import Outcome, claim, compare_all, repetitions, require
+from bnnrepro.artifacts.claims import Outcome, claim, compare_all, holm_note, repetitions, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.thesis_ral import (
     ABLATION_LABELS,
@@ -17,7 +17,7 @@ from bnnrepro.artifacts.thesis_ral import (
     history_frame,
     labelling_errors,
 )
-from bnnrepro.artifacts.verdict_rules import all_of
+from bnnrepro.artifacts.verdict_rules import all_of, paired_comparison
 
 
 def _labelling_by_seed(context: ArtifactContext) -> dict[str, pd.DataFrame]:
@@ -69,10 +69,12 @@ def thinning_helps_maxent_short_of_ral(context: ArtifactContext) -> Outcome:
     errors = repetitions(rows, "seed", ("row",))
     require({"Maxent", "Maxent_thinned", "RAL"} <= set(errors.columns), "runs of Maxent, Maxent_thinned, RAL")
     thinned = errors["Maxent_thinned"]
-    below = compare_all([("Maxent_thinned vs Maxent", thinned, errors["Maxent"])], "less")
-    above = compare_all([("Maxent_thinned vs RAL", thinned, errors["RAL"])], "greater")
-    status = all_of([below.status, above.status])
-    return Outcome.decided(status, f"{below.evidence}; {above.evidence}")
+    below = paired_comparison(thinned, errors["Maxent"], "less")
+    above = paired_comparison(thinned, errors["RAL"], "greater")
+    family = all_of([below.decision, above.decision])
+    listed = (f"Maxent_thinned vs Maxent: {below.status} ({below.describe()}); "
+              f"Maxent_thinned vs RAL: {above.status} ({above.describe()})")  # fmt: skip
+    return Outcome.decided(family.status, listed + holm_note(family, 2))
 
 
 @claim("thesis/fig4.5", "The two CLT-BNN variations converge a lot faster, with our CLT-BNN the most efficient.")

@@ -3,13 +3,15 @@ the checks of the paper's words on our results."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 from scipy import stats
 
-from bnnrepro.artifacts.claims import Outcome, claim, compare_all, repetitions, require
+from bnnrepro.artifacts.claims import Outcome, claim, compare_all, holm_note, repetitions, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.udn_images import depth_log_pmf, depth_trajectories
-from bnnrepro.artifacts.verdict_rules import CONTRADICTED, HOLDS, LEVEL, NOT_RESOLVED, all_of
+from bnnrepro.artifacts.verdict_rules import CONTRADICTED, NOT_RESOLVED, Decision, all_of, decided_by
 from bnnrepro.inference.depth_posteriors import expected_depth
 
 
@@ -42,22 +44,26 @@ def udn_subset_accuracies(context: ArtifactContext) -> Outcome:
     published = {"udn@deer_car": 99.0, "udn@cat_dog": 88.0, "udn": 94.0}
     require(all(m in accuracy.columns for m in published), "UDN runs on both pairs and the full set")
     statuses = {m: _equivalent(accuracy[m].dropna(), v) for m, v in published.items()}
-    listed = ", ".join(f"{m} {accuracy[m].mean():.1f}% (paper {v:.0f}%: {statuses[m]})" for m, v in published.items())
-    return Outcome.decided(all_of(list(statuses.values())), listed)
+    listed = ", ".join(f"{m} {accuracy[m].mean():.1f}% (paper {v:.0f}%: {statuses[m].status})"
+                       for m, v in published.items())  # fmt: skip
+    family = all_of(list(statuses.values()))
+    return Outcome.decided(family.status, listed + holm_note(family, len(statuses)))
 
 
-def _equivalent(values: pd.Series, target: float) -> str:
-    """Within `WITHIN_POINTS` of `target` (holds), outside it (contradicted), or neither shown."""
-    if len(values) < 2 or values.std(ddof=1) == 0:
+def _equivalent(values: pd.Series, target: float) -> Decision:
+    """Within `WITHIN_POINTS` of `target` (holds), outside it (contradicted), or neither shown; values without spread
+    are decided by their count as the sign test would (`binomtest`: three equal seeds cannot decide)."""
+    if len(values) < 2:
+        return Decision(NOT_RESOLVED, math.nan, math.nan)
+    if values.std(ddof=1) == 0:
+        p = float(stats.binomtest(len(values), len(values), alternative="greater").pvalue)
         inside = abs(values.mean() - target) <= WITHIN_POINTS
-        return NOT_RESOLVED if len(values) < 2 else HOLDS if inside else CONTRADICTED
+        return decided_by(p if inside else 1.0, 1.0 if inside else p)
     low = stats.ttest_1samp(values, target - WITHIN_POINTS, alternative="greater").pvalue
     high = stats.ttest_1samp(values, target + WITHIN_POINTS, alternative="less").pvalue
-    if max(low, high) < LEVEL:
-        return HOLDS
     outside = min(stats.ttest_1samp(values, target - WITHIN_POINTS, alternative="less").pvalue,
                   stats.ttest_1samp(values, target + WITHIN_POINTS, alternative="greater").pvalue)  # fmt: skip
-    return CONTRADICTED if outside < LEVEL else NOT_RESOLVED
+    return decided_by(float(max(low, high)), float(outside))
 
 
 @claim("udn/table2", "The UDN outperforms all the other models; the best finite models have L between 10 and 20.")

@@ -3,14 +3,16 @@ the checks of the paper's words on our results."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bnnrepro.artifacts.claims import Outcome, claim, compare_all, repetitions, require
+from bnnrepro.artifacts.claims import Outcome, claim, compare_all, holm_note, repetitions, require
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.udn_spirals import theorem_bound_gaps
-from bnnrepro.artifacts.verdict_rules import NOT_RESOLVED, all_of, decided_by
+from bnnrepro.artifacts.verdict_rules import HOLDS, NOT_RESOLVED, Decision, all_of, decided_by, paired_comparison
 
 
 def _seed_accuracy(context: ArtifactContext, lr: float) -> pd.DataFrame:
@@ -23,8 +25,9 @@ def _seed_accuracy(context: ArtifactContext, lr: float) -> pd.DataFrame:
 
 @claim("udn/fig3a", "The UDN achieves the best accuracy for every dataset.")
 def udn_best_at_every_omega(context: ArtifactContext) -> Outcome:
-    """At every omega, the UDN's accuracy against each other model's, paired by seed (`compare_all`): holds when
-    the UDN is significantly more accurate than every other model at every omega. Where all are near 100% the
+    """At every omega, the UDN's accuracy against each other model's, paired by seed (`all_of`): holds when
+    the UDN is significantly more accurate than every other model at every omega, contradicted when it is
+    significantly behind one after Holm's correction over all the comparisons. Where all are near 100% the
     difference cannot be significant, and the claim is not resolved."""
     accuracy = _seed_accuracy(context, 0.005)
     methods = accuracy.columns.get_level_values("method").unique()
@@ -32,19 +35,20 @@ def udn_best_at_every_omega(context: ArtifactContext) -> Outcome:
     omegas = sorted(accuracy["udn"].columns)
     pairs = [(f"omega={omega:g} vs {other}", accuracy["udn"][omega], accuracy[other][omega])
              for omega in omegas for other in methods.drop("udn") if omega in accuracy[other]]  # fmt: skip
-    outcome = compare_all(pairs, "greater")
-    statuses = outcome.evidence.split("; ")
-    held = sum(s.split(": ")[1].startswith("holds") for s in statuses)
-    lost = [s.split(" (")[0] for s in statuses if ": contradicted" in s]
-    return Outcome(outcome.holds, f"UDN significantly best in {held} of {len(pairs)} comparisons (omega x model); "
-                   f"significantly behind in {len(lost)}" + (f": {', '.join(lost)}" if lost else ""))  # fmt: skip
+    comparisons = [paired_comparison(first, second, "greater") for _, first, second in pairs]
+    family = all_of([c.decision for c in comparisons])
+    held = sum(c.status == HOLDS for c in comparisons)
+    lost = [pairs[i][0] for i in family.contradicting]
+    return Outcome.decided(family.status, f"UDN significantly best in {held} of {len(pairs)} comparisons (omega x "
+                           f"model); significantly behind, after Holm's correction over the {len(pairs)}, in "
+                           f"{len(lost)}" + (f": {', '.join(lost)}" if lost else ""))  # fmt: skip
 
 
-def _omega_trend(rows: pd.DataFrame, stated: str) -> tuple[str, str]:
+def _omega_trend(rows: pd.DataFrame, stated: str) -> tuple[Decision, str]:
     """Spearman's rank correlation of omega with the runs' values, tested one-sided in the `stated` direction
     ("greater" or "less") and in the other: holds, contradicted or not resolved; and its description."""
     if rows["omega"].nunique() < 2 or len(rows) < 3:
-        return NOT_RESOLVED, "fewer than two omegas"
+        return Decision(NOT_RESOLVED, math.nan, math.nan), "fewer than two omegas"
     forward = stats.spearmanr(rows["omega"], rows["value"], alternative=stated)
     backward = stats.spearmanr(rows["omega"], rows["value"], alternative="less" if stated == "greater" else "greater")
     text = f"Spearman {forward.statistic:+.2f} over {len(rows)} runs (one-sided p {forward.pvalue:.2g})"
@@ -59,8 +63,9 @@ def accuracy_falls_with_omega(context: ArtifactContext) -> Outcome:
     rows = rows[np.isclose(rows["lr"], 0.005)]
     require(rows["omega"].nunique() > 1, "second omega")
     trends = {m: _omega_trend(group, "less") for m, group in rows.groupby("method")}
-    listed = ", ".join(f"{m} {status}: {text}" for m, (status, text) in trends.items())
-    return Outcome.decided(all_of([status for status, _ in trends.values()]), listed)
+    listed = ", ".join(f"{m} {decision.status}: {text}" for m, (decision, text) in trends.items())
+    family = all_of([decision for decision, _ in trends.values()])
+    return Outcome.decided(family.status, listed + holm_note(family, len(trends)))
 
 
 @claim("udn/fig3b", "The UDN becomes deeper when the complexity increases.")
@@ -70,9 +75,9 @@ def udn_deepens_with_omega(context: ArtifactContext) -> Outcome:
     rows = context.metric("expected_depth")
     rows = rows[(rows["method"] == "udn") & np.isclose(rows["lr"], 0.005)]
     require(rows["omega"].nunique() > 1, "UDN runs at two omegas")
-    status, text = _omega_trend(rows, "greater")
+    decision, text = _omega_trend(rows, "greater")
     means = ", ".join(f"{omega:g}: {value:.1f}" for omega, value in rows.groupby("omega")["value"].mean().items())
-    return Outcome.decided(status, f"{text}; mean E_q[l] by omega {means}")
+    return Outcome.decided(decision.status, f"{text}; mean E_q[l] by omega {means}")
 
 
 def _average_accuracy(context: ArtifactContext) -> pd.DataFrame:

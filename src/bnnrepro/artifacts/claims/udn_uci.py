@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import torch
 from scipy import stats
 
-from bnnrepro.artifacts.claims import Outcome, claim, compare_all, repetitions, require
+from bnnrepro.artifacts.claims import Outcome, claim, compare_all, holm_note, repetitions, require
 from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.artifacts.verdict_rules import CONTRADICTED, LEVEL, NOT_RESOLVED, all_of, decided_by
+from bnnrepro.artifacts.verdict_rules import CONTRADICTED, LEVEL, NOT_RESOLVED, Decision, all_of, decided_by
 from bnnrepro.inference.depth_posteriors import TruncatedPoisson, expected_depth
 
 UCI_SHALLOW, UCI_DEEP = ("yacht", "boston", "energy", "concrete", "power"), ("wine", "naval", "kin8nm", "protein")
@@ -21,7 +23,7 @@ def _uci_depth(context: ArtifactContext) -> dict[str, pd.Series]:
     return {d.removeprefix("uci_"): group.set_index("split")["value"] for d, group in rows.groupby("dataset")}
 
 
-def _one_sided(result, other) -> str:
+def _one_sided(result, other) -> Decision:
     return decided_by(result.pvalue, other.pvalue)
 
 
@@ -36,16 +38,16 @@ def untrained_depth() -> float:
         return expected_depth(posterior.log_probs(posterior.max_depth()))
 
 
-def _shallow_status(values: pd.Series, start: float) -> str:
+def _shallow_status(values: pd.Series, start: float) -> Decision:
     """Below two (one-sided t-test) and moved from the untrained posterior's `start` (two-sided): the learned depth,
     not the initial one, is shallow. Contradicted when significantly above two."""
     if len(values) < 2 or values.std(ddof=1) == 0:
-        return NOT_RESOLVED
+        return Decision(NOT_RESOLVED, math.nan, math.nan)
     below = _one_sided(
         stats.ttest_1samp(values, 2, alternative="less"), stats.ttest_1samp(values, 2, alternative="greater")
     )
     learned = stats.ttest_1samp(values, start).pvalue < LEVEL
-    return below if below == CONTRADICTED or learned else NOT_RESOLVED
+    return below if below.status == CONTRADICTED or learned else Decision(NOT_RESOLVED, below.p_stated, below.p_other)
 
 
 @claim("udn/fig8", "For yacht, boston, energy, concrete and power the posterior E_q[l] is lower than two.")
@@ -57,9 +59,10 @@ def udn_shallow_on_easy_uci(context: ArtifactContext) -> Outcome:
     require(bool(depth), "UDN run on yacht, boston, energy, concrete or power")
     start = untrained_depth()
     statuses = {d: _shallow_status(v, start) for d, v in depth.items()}
-    listed = ", ".join(f"{d} {depth[d].mean():.2f} ({s})" for d, s in statuses.items())
-    return Outcome.decided(all_of(list(statuses.values())), f"mean E_q[l] over splits: {listed} (untrained "
-                           f"{start:.2f})")  # fmt: skip
+    listed = ", ".join(f"{d} {depth[d].mean():.2f} ({s.status})" for d, s in statuses.items())
+    family = all_of(list(statuses.values()))
+    return Outcome.decided(family.status, f"mean E_q[l] over splits: {listed} (untrained "
+                           f"{start:.2f})" + holm_note(family, len(statuses)))  # fmt: skip
 
 
 @claim("udn/fig8", "On wine, naval, kin8nm and protein the UDN learns more layers.")
@@ -76,9 +79,10 @@ def udn_deeper_on_hard_uci(context: ArtifactContext) -> Outcome:
                       stats.ttest_ind(v, shallow[deepest], equal_var=False, alternative="less"))
         for d, v in deep.items()
     }  # fmt: skip
-    listed = ", ".join(f"{d} {deep[d].mean():.2f} ({s})" for d, s in statuses.items())
-    return Outcome.decided(all_of(list(statuses.values())), f"mean E_q[l]: {listed} vs {deepest} "
-                           f"{shallow[deepest].mean():.2f}")  # fmt: skip
+    listed = ", ".join(f"{d} {deep[d].mean():.2f} ({s.status})" for d, s in statuses.items())
+    family = all_of(list(statuses.values()))
+    return Outcome.decided(family.status, f"mean E_q[l]: {listed} vs {deepest} "
+                           f"{shallow[deepest].mean():.2f}" + holm_note(family, len(statuses)))  # fmt: skip
 
 
 SIMILAR = 0.05
