@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gc
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
+
+from bnnrepro.cpu_arithmetic import cpu_model
 
 Step = Callable[[], object]
 
@@ -29,10 +29,6 @@ def interleaved_medians(steps: dict[str, Step], repeats: int) -> dict[str, float
 
 
 def machine() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    names = [
-        line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
-    ]
-    model_name = names[0] if names else platform.processor() or platform.machine()
+    model_name = cpu_model()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return f"{model_name}, {os.cpu_count()} cores ({usable} usable), load average {os.getloadavg()[0]:.1f} at start"

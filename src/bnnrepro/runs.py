@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from bnnrepro import layout
+from bnnrepro import cpu_arithmetic, layout
 from bnnrepro.device import resolve_device
 from bnnrepro.files import UnreadableFileError, verify_archive, write_atomic
 
@@ -106,15 +106,19 @@ def config_digest(resolved_yaml: str) -> str:
 
 
 def start_job(cfg: DictConfig, run: RunFolder) -> tuple[str, torch.device]:
-    """Write the run's resolved config and set up the job's process (torch threads, device, seed); return the
-    config's digest (a resumable state is loaded only under the same one) and the device."""
+    """Write the run's resolved config and set up the job's process (torch threads, device, seed) after checking
+    its CPU arithmetic (`bnnrepro.cpu_arithmetic.check`); return the config's digest (a resumable state is loaded
+    only under the same one) and the device."""
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_text(RunFolder.CONFIG, resolved)
+    cpu_arithmetic.check(cfg.cpu_arithmetic)
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     return config_digest(resolved), resolve_device(cfg.device)
 
 
-def ran_on(device: torch.device) -> dict:
-    """Where a job ran: host, device and SLURM job id (None outside SLURM)."""
-    return {"host": platform.node(), "device": str(device), "slurm_job_id": os.environ.get("SLURM_JOB_ID")}
+def ran_on(device: torch.device, arithmetic: str) -> dict:
+    """Where a job ran: host, device, SLURM job id (None outside SLURM), and its CPU arithmetic (`arithmetic`: the
+    setting, the CPU, torch's kernels and the pinning variables; bnnrepro.cpu_arithmetic.describe)."""
+    return {"host": platform.node(), "device": str(device), "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            **cpu_arithmetic.describe(arithmetic)}  # fmt: skip

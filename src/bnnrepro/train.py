@@ -190,7 +190,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     result = {
         "metrics": metrics, "history": history, "timing": timing, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path), "health": health,
-        "ran_on": ran_on(device),
+        "ran_on": ran_on(device, cfg.cpu_arithmetic),
     }  # fmt: skip
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})
     return result

@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import validate
 
-from bnnrepro import layout
+from bnnrepro import cpu_arithmetic, layout
 from bnnrepro.pipeline import run_steps
 from bnnrepro.pipeline.input_lists import NAME_PATTERN as INPUT_LIST_NAME
 from bnnrepro.pipeline.plan import Plan, PlanError
@@ -27,6 +27,10 @@ config.setdefault("study_scales", {})
 # snakemake (a cluster job) keeps the one of the snakemake that started it. Every job inherits it: a command with
 # thousands of targets is recorded with the middle ones left out (invocation_record), or no job could start.
 os.environ.setdefault(INVOCATION_VARIABLE, invocation_record(["snakemake", *sys.argv[1:]]))
+
+# The CPU arithmetic of every job (bnnrepro.cpu_arithmetic): its variables are read when torch loads, so they are set
+# here, for this process, the job server it starts and every job (a cluster job's snakemake sets them again).
+os.environ.update(cpu_arithmetic.environment(config["cpu_arithmetic"]))
 
 SCALE = config["scale"]
 SCALE_NAMES = "|".join(SCALES)

@@ -27,6 +27,7 @@ rule train:
         device=config["device"],
     params:
         overrides=planned(PLAN.run_overrides),
+        cpu_arithmetic=config["cpu_arithmetic"],  # what a run computes: a change reruns it
     shell:
         "python -m bnnrepro.pipeline.job_server run bnnrepro.train {params.overrides} device={resources.device} threads={threads}"
-        " > {log} 2>&1"
+        " cpu_arithmetic={params.cpu_arithmetic} > {log} 2>&1"

@@ -28,6 +28,7 @@ from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.declarations import declarations
 from bnnrepro.artifacts.registry import implementations
 from bnnrepro.artifacts.render import compare_with_published
+from bnnrepro.cpu_arithmetic import cpu_model
 from bnnrepro.fidelity.code_digest import code_digests, is_project_tree
 from bnnrepro.fidelity.kept_files import (
     BATCHES_FILE,
@@ -140,7 +141,7 @@ def batch_provenance(
     digests = code_digests(tree, study_name, scale, [run.id for run in runs]) if is_project_tree(tree) else None
     return {
         "study": study_name, "scale": scale, "commit": _commit(tree),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "machine": f"{platform.machine()} ({cpu_model()}), {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "collected": datetime.now(UTC).strftime("%Y-%m-%d"), "runs": len(runs),
         "grid": grid_part(runs, load_study(study_name).runs(scale)), "standin": bool(tidy["standin"].any()),
         "train_seconds": round(float(train_seconds.sum()), 1),

@@ -72,10 +72,24 @@ PRELOADED_MODULES = (
 """What the server imports before it serves: the libraries that the training, evaluation, data and drawing jobs
 import at start. A job imports anything else itself, as a plain process would."""
 
-STARTUP_VARIABLES = ("PYTHON", "OMP_", "KMP_", "GOTO_", "OPENBLAS_", "MKL_", "VECLIB_", "NUMEXPR_", "MPL", "TORCH")
+STARTUP_VARIABLES = (
+    "PYTHON",
+    "OMP_",
+    "KMP_",
+    "GOTO_",
+    "OPENBLAS_",
+    "MKL_",
+    "VECLIB_",
+    "NUMEXPR_",
+    "MPL",
+    "TORCH",
+    "ATEN_",
+    "ONEDNN_",
+    "DNNL_",
+)
 """Prefixes of the environment variables that the interpreter or a preloaded library reads once, at start or
-import (thread counts of the BLAS and OpenMP libraries among them): a job whose values differ from the server's
-runs as a plain process."""
+import (thread counts of the BLAS and OpenMP libraries, the kernels of bnnrepro.cpu_arithmetic among them): a job
+whose values differ from the server's runs as a plain process."""
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")  # fmt: skip

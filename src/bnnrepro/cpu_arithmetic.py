@@ -1,0 +1,73 @@
+"""One CPU arithmetic on every x86-64 machine the project supports (`cpu_arithmetic` in config/config.yaml).
+
+PyTorch picks its CPU kernels by the widest vector instructions the machine has (ATen's `cpu_capability`: AVX2 or
+AVX-512 on x86-64), and so do MKL (the matrix products: its branch also differs between Intel and AMD CPUs) and
+oneDNN (convolutions). Kernels of another width round differently, and thousands of training epochs amplify the
+rounding: the same command gave other accuracies on an AVX-512 machine than on the AVX2 machine that made the
+committed results. The setting `portable` runs every job on ATen's and oneDNN's AVX2 kernels (every x86-64 machine
+since 2013 has them) and on MKL's compatible branch, the one MKL documents as giving the same results on Intel and
+non-Intel CPUs (its AVX2 branch does so on Intel CPUs only). They are pinned through the libraries' environment
+variables, which the workflow sets for itself and every job it starts (they are read once, when torch loads, so a job
+cannot set them itself). `native` leaves each library its own choice (the fastest; numbers then follow the CPU).
+Either way the numbers also depend on the thread count (`threads_per_job`), which a run records.
+
+A training job checks that the kernels it runs are the setting's (`check`) and records the CPU, the kernels and the
+variables in its metrics.json (`describe`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+SETTINGS: dict[str, dict[str, str]] = {
+    "portable": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "native": {},
+}
+"""The environment of each setting: the variables ATen, MKL and oneDNN read when torch loads."""
+CAPABILITY = {"portable": "AVX2"}
+"""The ATen kernels (`torch.backends.cpu.get_cpu_capability()`) a job of each pinned setting must run."""
+VARIABLES = sorted({name for settings in SETTINGS.values() for name in settings})
+
+
+def environment(setting: str) -> dict[str, str]:
+    """The environment variables of `setting` (see `SETTINGS`); a setting not there is an error naming the valid."""
+    if setting not in SETTINGS:
+        raise ValueError(f"unknown cpu_arithmetic {setting!r}; choose {' or '.join(SETTINGS)}")
+    return SETTINGS[setting]
+
+
+def check(setting: str) -> None:
+    """Stop a job whose torch runs other kernels than `setting` pins (its variables were not set before torch loaded,
+    or the CPU lacks the instructions), with the fix."""
+    wanted, running = CAPABILITY.get(setting), torch.backends.cpu.get_cpu_capability()
+    if wanted is not None and running != wanted:
+        variables = " ".join(f"{k}={v}" for k, v in environment(setting).items())
+        raise RuntimeError(
+            f"cpu_arithmetic={setting} runs torch's {wanted} kernels, but this job runs {running} ({cpu_model()}): "
+            f"start it with {variables} in its environment (the workflow sets them), or use cpu_arithmetic=native "
+            "on a CPU without AVX2, whose numbers then follow the CPU"
+        )
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux), else the platform's processor string."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def describe(setting: str) -> dict:
+    """What a job's arithmetic ran on: the setting, the CPU, torch's kernels and the pinning variables as set."""
+    return {
+        "cpu_arithmetic": setting,
+        "cpu": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "variables": {name: os.environ.get(name) for name in VARIABLES},
+    }
