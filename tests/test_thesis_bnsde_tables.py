@@ -6,6 +6,7 @@ the caption claims on constructed tables where they hold and where they fail, an
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -142,11 +143,16 @@ CMU_MSE = {"dbnn_sgld@cmu": 13.9, "dbnn_vi@cmu": 9.1, "e_bayes@cmu": 8.7, "e_pac
 """(iv) lowest in MSE and (NLL = 10 MSE) NLL."""
 
 
+def seed_jitter(run: Run) -> float:
+    """A run's own small offset, by its seed and method, so that paired differences spread as real runs' do."""
+    return 0.01 * run.seed + np.random.default_rng([run.seed, zlib.crc32(run.method.encode())]).uniform(0, 0.01)
+
+
 def claim_context(tmp_path: Path, changes: dict[str, float]) -> ArtifactContext:
-    """Default-scale runs of each method at LORENZ_MSE / CMU_MSE with `changes` (+ 0.01 seed, NaN: the method did
-    not run)."""
+    """Default-scale runs of each method at LORENZ_MSE / CMU_MSE with `changes` (+ `seed_jitter`, NaN: the method
+    did not run)."""
     mse = {**LORENZ_MSE, **CMU_MSE, **changes}
-    return context_of(tmp_path, "default", with_nll(lambda run: mse.get(run.method, 50.0) + 0.01 * run.seed))
+    return context_of(tmp_path, "default", with_nll(lambda run: mse.get(run.method, 50.0) + seed_jitter(run)))
 
 
 def outcomes(context: ArtifactContext) -> list[bool | None]:
@@ -185,8 +191,8 @@ def test_the_evidence_names_the_rows_and_means_it_compares(tmp_path: Path) -> No
 
 
 def test_on_the_thesis_own_numbers_two_table_61_claims_fail(tmp_path: Path) -> None:
-    """Every repetition at the published means: the hybrids beat the black boxes and (iv) is best on CMU, but (ii) is
-    below (i) and (iv) is above (iii) for γ=[0,0,1] (§6.4.2's text against Table 6.1)."""
+    """Every repetition at the published means (+ `seed_jitter`): the hybrids beat the black boxes and (iv) is best
+    on CMU, but (ii) is below (i) and (iv) is above (iii) for γ=[0,0,1] (§6.4.2's text against Table 6.1)."""
     published = {artifact_id: published_cells(artifact_id) for artifact_id in ("thesis/table6.1", "thesis/table6.2")}
 
     def metrics(run: Run) -> dict[str, float]:
@@ -195,6 +201,7 @@ def test_on_the_thesis_own_numbers_two_table_61_claims_fail(tmp_path: Path) -> N
             if run.dataset == "lorenz"
             else ("thesis/table6.2", tables.CMU_ROWS.get(run.method))
         )
-        return {name: published[artifact_id].get((row, column), 50.0) for name, column in tables.METRIC_COLUMNS.items()}
+        return {name: published[artifact_id].get((row, column), 50.0) + seed_jitter(run)
+                for name, column in tables.METRIC_COLUMNS.items()}  # fmt: skip
 
     assert outcomes(context_of(tmp_path, "default", metrics)) == [True, False, False, True]
