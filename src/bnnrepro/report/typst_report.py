@@ -126,10 +126,10 @@ _MAX_TABLE_COLUMNS = 8  # a wider table is shown transposed when that makes it n
 _NARROW_COLUMNS = 6  # a table with more columns is set in a smaller font
 _TABLE_LEGEND = (
     "Each cell: ours (± the paper's kind of error over n runs) and, below in grey, the paper's value. Green: agrees; "
-    "red: differs; amber: undetermined (Welch's test at 5% against the published value with its error read as a "
-    "standard error; undetermined when our uncertainty or the paper's is too wide to tell, or the cell averages "
-    "fewer settings than the paper's); uncoloured: no published error to judge by. The long form, with the "
-    "differences and p-values, is the table's CSV."
+    "red: differs; amber: undetermined (agrees: equivalent to the published value within its metric's margin by two "
+    "one-sided t-tests at 5%, the paper's error read as a standard error; differs: Welch's test at 5% separates the "
+    "two; undetermined: too wide to tell, or the cell averages fewer settings than the paper's); uncoloured: not "
+    "judged or not comparable. The long form, with the differences, margins and p-values, is the table's CSV."
 )
 
 
@@ -354,13 +354,15 @@ _SUMMARY_INTRO = (
     "Drawn: the pipeline made the figure or table. Verdict: matches (every judged cell agrees with its published "
     "value and every caption claim the runs can check holds), differs (a cell differs or a claim is contradicted), "
     "undetermined (nothing differs, but a cell or claim cannot be told), or not comparable (stand-in data, a scale "
-    "smaller than the paper's, or nothing to judge by); each entry says why. The rule: a cell agrees unless Welch's "
-    "test at 5% separates ours (mean, standard error over our runs) from the published value (its ± read as a "
-    "standard error from the kind and number of runs the paper states), and is undetermined when one run, our "
-    "standard error over 3x the paper's, an interval wider than the value, or fewer settings than the paper's leave "
-    "it open; cells of rows that coincide count once. A claim holds when a one-sided paired t-test over the "
-    "repetitions (seeds, splits) shows its direction at 5%, is contradicted when it shows the other, and is not "
-    "resolved otherwise. Claims: the caption's qualitative claims checked on our results."
+    "smaller than the paper's, or nothing to judge by); each entry says why. The rule: a cell agrees when two "
+    "one-sided t-tests at 5% show ours (mean, standard error over our runs) within its metric's equivalence margin "
+    "of the published value (its ± read as a standard error from the kind and number of runs the paper states; the margins "
+    "are listed in docs/fidelity.md), differs when Welch's test at 5% separates them otherwise, and is undetermined "
+    "when neither, with one run, or with fewer settings than the paper's; cells of rows that coincide count once. A "
+    "claim holds when a one-sided paired t-test over the repetitions (seeds, splits) shows its direction at 5%, is "
+    "contradicted when it shows the other, and is not resolved otherwise; a claim of several comparisons holds when "
+    "each holds and is contradicted when one is after Holm's correction. Claims: the caption's qualitative claims "
+    "checked on our results."
 )
 
 
@@ -472,8 +474,9 @@ def _benchmark_tables(study: dict, root: Path) -> str:
 
 _PUBLISHED_NOTE = (
     "Published numbers of the methods that report this protocol, beside ours at the settings validation chose, each "
-    "cell judged by the rule of docs/fidelity.md (Welch's test on the two means at 5%, the published ± read as its "
-    "source states); a published method we do not run is shown for reference."
+    "cell judged by the rule of docs/fidelity.md (equivalence within the metric's margin by two one-sided t-tests, "
+    "Welch's test for a difference, at 5%; the published ± read as its source states); a published method we do not "
+    "run is shown for reference."
 )
 _SELECTION_NOTE = (
     "Settings chosen per dataset and split by the benchmark's validation metric (its select_by) among each method's "
