@@ -355,14 +355,14 @@ _SUMMARY_INTRO = (
     "value and every caption claim the runs can check holds), differs (a cell differs or a claim is contradicted), "
     "undetermined (nothing differs, but a cell or claim cannot be told), or not comparable (stand-in data, a scale "
     "smaller than the paper's, or nothing to judge by); each entry says why. The rule: a cell agrees when two "
-    "one-sided t-tests at 5% show ours (mean, standard error over our runs) within its metric's equivalence margin "
-    "of the published value (its ± read as a standard error from the kind and number of runs the paper states; the "
-    "margins are listed in docs/fidelity.md), differs when Welch's test at 5% separates them otherwise, and is undetermined "
-    "when neither, with one run, or with fewer settings than the paper's; cells of rows that coincide count once. A "
-    "claim holds when a one-sided paired t-test over the repetitions (seeds, splits) shows its direction at 5%, is "
-    "contradicted when it shows the other, and is not resolved otherwise; a claim of several comparisons holds when "
-    "each holds and is contradicted when one is after Holm's correction. Claims: the caption's qualitative claims "
-    "checked on our results."
+    "one-sided t-tests at 5% show ours (mean, standard error over our runs) within its metric's equivalence margin of"
+    " the published value (its ± read as a standard error from the kind and number of runs the paper states; the "
+    "margins are listed in docs/fidelity.md), differs when Welch's test at 5% separates them otherwise, and is "
+    "undetermined when neither, with one run, or with fewer settings than the paper's; cells of rows that coincide "
+    "count once. A claim holds when a one-sided paired t-test over the repetitions (seeds, splits) shows its "
+    "direction at 5%, is contradicted when it shows the other, and is not resolved otherwise; a claim of several "
+    "comparisons holds when each holds and is contradicted when one is after Holm's correction. Claims: the caption's"
+    " qualitative claims checked on our results."
 )
 
 
