@@ -153,6 +153,39 @@ def test_a_catalog_table_s_log_likelihoods_become_nlls() -> None:
     assert de.loc["nll_original", "value"] == -5.63 and de.loc["rmse_original", "value"] == 0.0
 
 
+def test_a_published_error_is_read_by_the_work_that_made_the_number() -> None:
+    """Lakshminarayanan et al.'s Table 1 cites three works: PBP's ± is a standard error, MC dropout's first version a
+    standard deviation, the deep ensembles' never stated; an entry that leaves a row's kind out is refused."""
+    values = published_values(UCI.benchmark["published"])
+    table = values[values["source"] == "Lakshminarayanan et al. 2017, Table 1"].drop_duplicates("row")
+    assert dict(zip(table["row"], table["kind"], strict=True)) == {
+        "PBP": "standard_error", "MC-dropout": "standard_deviation", "Deep Ensembles": "unstated"}  # fmt: skip
+    entry = {"source": "paper", "spread": {"DE": {"kind": "standard_error", "runs": 20}}, "metric": "rmse_original",
+             "rows": {"DE": "deep_ensemble", "PBP": None},
+             "values": [{"row": "PBP", "column": "boston", "value": 3.0, "error": 0.2}]}  # fmt: skip
+    with pytest.raises(ValueError, match="states no spread for its row 'PBP'"):
+        published_values([entry])
+
+
+def test_a_source_s_runs_per_split_are_judged_paired_by_split() -> None:
+    """Gal & Ghahramani's rerun gives a number per split of our splits: a result 12% above theirs on every split
+    differs (the splits' spread would hide it unpaired), ours equal to theirs within noise agrees, and each row's
+    per-split means are the repository's logs' (boston: MC RMSE 3.020698, LL -2.554742)."""
+    values = published_values(UCI.benchmark["published"])
+    rerun = values[values["source"] == "Gal & Ghahramani rerun, 100x epochs"].set_index(["dataset", "metric"])
+    assert rerun.loc[("uci_boston", "rmse_original"), "value"] == pytest.approx(3.020698, abs=1e-5)
+    assert rerun.loc[("uci_boston", "nll_original"), "value"] == pytest.approx(2.554742, abs=1e-5)
+    theirs = np.array(rerun.loc[("uci_boston", "rmse_original"), "splits"])
+    rng = np.random.default_rng(0)
+    boston = values[(values["dataset"] == "uci_boston") & (values["metric"] == "rmse_original")]
+    rerun_only = boston[boston["source"] == "Gal & Ghahramani rerun, 100x epochs"].replace("MC-dropout", "DE")
+    rerun_only = rerun_only.assign(method="deep_ensemble")
+    shifted = published_comparison(_our_runs(theirs * 1.12 + rng.normal(0, 0.05, 20)), rerun_only)
+    assert shifted["verdict"].tolist() == [DIFFERS] and shifted["published_kind"].tolist() == ["per split"]
+    same = published_comparison(_our_runs(theirs + rng.normal(0, 0.05, 20)), rerun_only)
+    assert same["verdict"].tolist() == [AGREES] and "paired over 20 splits" in same["reason"].iloc[0]
+
+
 @pytest.mark.slow
 def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> None:
     """`snakemake --config studies=[toy2d_benchmark]` at smoke: every listed classifier on the spirals and the

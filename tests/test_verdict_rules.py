@@ -25,11 +25,15 @@ from bnnrepro.artifacts.verdict_rules import (
     STANDARD_DEVIATION,
     STANDARD_ERROR,
     UNDETERMINED,
+    UNSTATED,
+    CellVerdict,
     Decision,
     PublishedSpread,
     all_of,
     cell_verdict,
+    family_differs,
     metric_kind,
+    paired_cell_verdict,
     paired_comparison,
     spread_of,
 )
@@ -85,6 +89,46 @@ def test_edge_cases_of_the_cell_rule() -> None:
     assert cell_verdict(3.55, 0.2, 20, 3.01, 0.18, boston, margin).label != AGREES  # 18% above
     assert cell_verdict(3.01, 0.0, 20, 3.01, 0.0, boston, margin).label == AGREES  # both exact and equal
     assert cell_verdict(3.55, 0.0, 20, 3.01, 0.0, boston, margin).label == DIFFERS  # both exact, outside the margin
+
+
+def test_an_unstated_kind_of_error_is_judged_under_both_readings() -> None:
+    """The deep-ensemble paper's ± (kind never stated, 20 splits): a verdict only where reading it as a standard
+    deviation and as a standard error give the same; the runs unstated as well, not judged."""
+    unstated, margin = PublishedSpread(UNSTATED, 20), MARGINS["RMSE"].size(6.03)
+    both = cell_verdict(6.03, 0.05, 20, 6.03, 0.2, unstated, margin)
+    assert both.label == AGREES and "either reading" in both.reason  # s.e. 0.2 or 0.045: both inside ± 0.6
+    split = cell_verdict(5.79, 0.14, 20, 6.03, 0.58, unstated, margin)  # concrete's RMSE
+    assert cell_verdict(5.79, 0.14, 20, 6.03, 0.58, PublishedSpread(STANDARD_DEVIATION, 20), margin).label == AGREES
+    assert cell_verdict(5.79, 0.14, 20, 6.03, 0.58, PublishedSpread(STANDARD_ERROR, 20), margin).label == UNDETERMINED
+    assert split.label == UNDETERMINED and "agrees as a standard deviation" in split.reason
+    assert cell_verdict(9.2, 0.1, 20, 6.03, 0.58, unstated, margin).label == DIFFERS  # a constant predictor
+    assert cell_verdict(6.03, 0.1, 20, 6.03, 0.58, PublishedSpread(UNSTATED, None), margin).label == NOT_JUDGED
+
+
+def test_a_paired_cell_cancels_the_splits_shared_difficulty() -> None:
+    """Per-split results of a source on our splits: a 10% offset hidden by the splits' spread unpaired is found
+    paired; our own rerun of the source's numbers agrees; a constant predictor differs."""
+    rng = np.random.default_rng(3)
+    theirs = rng.normal(3.0, 0.85, 20)  # boston's per-split RMSEs vary by 0.85
+    margin = MARGINS["RMSE"].size(float(theirs.mean()))
+    offset = theirs * 1.12 + rng.normal(0, 0.05, 20)
+    unpaired = cell_verdict(offset.mean(), offset.std(ddof=1) / math.sqrt(20), 20, theirs.mean(),
+                            theirs.std(ddof=1), PublishedSpread(STANDARD_DEVIATION, 20), margin)  # fmt: skip
+    assert unpaired.label == UNDETERMINED
+    assert paired_cell_verdict(offset, theirs, margin).label == DIFFERS
+    assert paired_cell_verdict(theirs + rng.normal(0, 0.05, 20), theirs, margin).label == AGREES
+    assert paired_cell_verdict(np.full(20, 9.2), theirs, margin).label == DIFFERS
+    assert paired_cell_verdict(theirs[:1], theirs[:1], margin).label == UNDETERMINED  # one pair
+
+
+def test_a_family_of_published_number_tests_differs_only_after_holm() -> None:
+    """40 cells: p = 0.006 differs alone and not among 40; p = 1e-6 differs either way; agrees is kept."""
+    borderline, clear = CellVerdict(DIFFERS, 0.006, "Welch"), CellVerdict(DIFFERS, 1e-6, "Welch")
+    agrees, untested = CellVerdict(AGREES, 0.5, "TOST"), CellVerdict(NOT_JUDGED, math.nan, "no error")
+    corrected = family_differs([borderline, clear, agrees, untested] + [CellVerdict(UNDETERMINED, 0.5, "")] * 37)
+    assert [v.label for v in corrected[:4]] == [UNDETERMINED, DIFFERS, AGREES, NOT_JUDGED]
+    assert "Holm over 40" in corrected[0].reason
+    assert family_differs([borderline])[0].label == DIFFERS  # a family of one: no correction
 
 
 def test_a_paired_comparison_holds_is_contradicted_or_not_resolved() -> None:

@@ -12,9 +12,14 @@ standard error of the two and Welch-Satterthwaite degrees of freedom. Its metric
 - *differs*: Welch's two-sided test at `LEVEL` separates the two and equivalence is not shown;
 - *undetermined*: neither (the interval is too wide to tell), or we have one run (no uncertainty of ours), or the
   test has no number (NaN);
-- *not judged*: no published error, or one the paper does not say how to read (kind or number of runs not stated, a
-  standard deviation over one run);
+- *not judged*: no published error, or one the paper does not say how to read (number of runs not stated, a
+  standard deviation over one run); a ± whose kind alone is unstated is read both as a standard deviation and as a
+  standard error: the verdict where the two readings give the same, undetermined where they do not;
 - *not comparable*: the catalog says why the published column cannot be set beside ours (`not_comparable`).
+
+Where a source publishes its own runs on the splits we run (`paired_cell_verdict`), the difference is taken per split
+and the same three outcomes are decided by paired tests over the n splits (n - 1 degrees of freedom): the splits'
+shared difficulty cancels.
 
 Rates, simulated at each judged catalog cell's own n (tests/test_verdict_rates.py, 400 draws a cell): a result
 drawn from the published distribution agrees in at least 90% of draws wherever the margin is resolvable
@@ -146,18 +151,24 @@ class PublishedSpread:
 
     def standard_error(self, error: float) -> float:
         """The published error as a standard error of the published mean; NaN where it cannot be read as one."""
-        if self.why_not_judged(error) is not None:
+        if self.why_not_judged(error) is not None or self.kind == UNSTATED:
             return math.nan
         return float(error) if self.kind == STANDARD_ERROR else float(error) / math.sqrt(self.runs)
+
+    def readings(self) -> tuple[PublishedSpread, ...]:
+        """The kinds the ± may be: itself, or both a standard deviation and a standard error where the paper does not
+        say which (a cell is judged under each, `cell_verdict`)."""
+        if self.kind != UNSTATED:
+            return (self,)
+        return PublishedSpread(STANDARD_DEVIATION, self.runs), PublishedSpread(STANDARD_ERROR, self.runs)
 
     def why_not_judged(self, error: float) -> str | None:
         if pd.isna(error):
             return "no published error"
-        if self.kind == UNSTATED:
-            return "the paper does not say what its ± is"
         if self.runs is None:
-            return "the paper does not say over how many runs its ± is"
-        if self.kind == STANDARD_DEVIATION and self.runs < 2:
+            unstated = "what its ± is nor " if self.kind == UNSTATED else ""
+            return f"the paper does not say {unstated}over how many runs its ± is"
+        if self.kind in (STANDARD_DEVIATION, UNSTATED) and self.runs < 2:
             return "a standard deviation over one run"
         return None
 
@@ -207,23 +218,56 @@ def cell_verdict(
     margin: float,
 ) -> CellVerdict:
     """The verdict of our mean `ours` (standard error `ours_error` over `ours_runs` runs) against the published
-    value and its ± read by `spread`, within the equivalence `margin` (see the module docstring)."""
+    value and its ± read by `spread`, within the equivalence `margin` (see the module docstring). A ± whose kind the
+    paper does not state is read both ways: the verdict where the two readings agree, undetermined where not."""
     if pd.isna(ours) or pd.isna(published):
         return CellVerdict(NOT_JUDGED, math.nan, "no value of ours" if pd.isna(ours) else "no published value")
     if (why := spread.why_not_judged(published_error)) is not None:
         return CellVerdict(NOT_JUDGED, math.nan, why)
     if pd.isna(ours_runs) or ours_runs < 2 or pd.isna(ours_error):
         return CellVerdict(UNDETERMINED, math.nan, "one run of ours: no uncertainty to compare with", margin)
-    paper_runs = max(spread.runs, 2)
-    difference = Difference.of(ours, ours_error, int(ours_runs), published, spread.standard_error(published_error),
-                               paper_runs)  # fmt: skip
+    verdicts = [
+        _judged(Difference.of(ours, ours_error, int(ours_runs), published, reading.standard_error(published_error),
+                              max(reading.runs, 2)), margin)
+        for reading in spread.readings()
+    ]  # fmt: skip
+    if len({verdict.label for verdict in verdicts}) == 1:
+        sd_first = verdicts[0]
+        return sd_first if len(verdicts) == 1 else CellVerdict(
+            sd_first.label, max(v.p_value for v in verdicts), "either reading of the unstated ±: " + sd_first.reason,
+            margin, max(v.p_equivalence for v in verdicts))  # fmt: skip
+    as_sd, as_se = verdicts
+    return CellVerdict(
+        UNDETERMINED,
+        math.nan,
+        f"the paper does not say what its ± is: {as_sd.label} as a standard "
+        f"deviation ({as_sd.reason}), {as_se.label} as a standard error ({as_se.reason})",
+        margin,
+    )
+
+
+def paired_cell_verdict(ours: Sequence[float], published: Sequence[float], margin: float) -> CellVerdict:
+    """The verdict of our runs against a source's own runs on the same splits, paired by split: the mean of the
+    per-split differences, its standard error over the n pairs and n - 1 degrees of freedom, decided as `cell_verdict`
+    decides (a paired t-test for a difference, two one-sided paired tests for equivalence)."""
+    differences = np.asarray(ours, dtype=float) - np.asarray(published, dtype=float)
+    if differences.size < 2 or not np.isfinite(differences).all():
+        return CellVerdict(UNDETERMINED, math.nan, f"{differences.size} paired split(s) with finite values", margin)
+    spread = float(np.std(differences, ddof=1)) / math.sqrt(differences.size)
+    verdict = _judged(Difference(float(differences.mean()), spread, differences.size - 1), margin, "paired t-test")
+    return CellVerdict(verdict.label, verdict.p_value, f"paired over {differences.size} splits: {verdict.reason}",
+                       margin, verdict.p_equivalence)  # fmt: skip
+
+
+def _judged(difference: Difference, margin: float, test: str = "Welch") -> CellVerdict:
+    """agrees (TOST within `margin`), differs (the two-sided test) or undetermined, from one difference."""
     if difference.standard_error == 0:
         inside = abs(difference.value) < margin
         return CellVerdict(AGREES if inside else DIFFERS, float(difference.value == 0), "both without spread: the "
                            f"difference {difference.value:+.3g} is {'in' if inside else 'out'}side ± {margin:.3g}",
                            margin, float(not inside))  # fmt: skip
     p_value, p_equivalence = difference.welch_p(), difference.equivalence_p(margin)
-    tests = f"TOST p = {p_equivalence:.2g} within ± {margin:.3g}, Welch p = {p_value:.2g}"
+    tests = f"TOST p = {p_equivalence:.2g} within ± {margin:.3g}, {test} p = {p_value:.2g}"
     if math.isnan(p_value) or math.isnan(p_equivalence):
         return CellVerdict(UNDETERMINED, p_value, "no test: " + tests, margin, p_equivalence)
     if p_equivalence < LEVEL:
@@ -233,6 +277,23 @@ def cell_verdict(
     else:
         label = UNDETERMINED
     return CellVerdict(label, p_value, tests, margin, p_equivalence)
+
+
+def family_differs(verdicts: Sequence[CellVerdict]) -> list[CellVerdict]:
+    """The cells of one family of published-number tests (a benchmark's) with *differs* corrected for their number:
+    Holm's correction over the two-sided p of every judged cell; a cell that differs alone but not after it is
+    undetermined. *agrees* needs no correction for a cell's own statement (each is its own equivalence test)."""
+    judged = [i for i, v in enumerate(verdicts) if v.label in JUDGED_VERDICTS and not math.isnan(v.p_value)]
+    corrected = list(verdicts)
+    if not judged:
+        return corrected
+    _, adjusted, _, _ = multipletests([verdicts[i].p_value for i in judged], alpha=LEVEL, method="holm")
+    for i, p_holm in zip(judged, adjusted, strict=True):
+        if verdicts[i].label == DIFFERS and p_holm >= LEVEL:
+            v = verdicts[i]
+            corrected[i] = CellVerdict(UNDETERMINED, v.p_value, f"{v.reason}; Holm over {len(judged)}: p = "
+                                       f"{p_holm:.2g}", v.margin, v.p_equivalence)  # fmt: skip
+    return corrected
 
 
 def margin_resolvable(margin: float, published_error: float, spread: PublishedSpread, ours_runs: int) -> bool:

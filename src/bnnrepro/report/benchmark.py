@@ -11,11 +11,14 @@ Published numbers (`published_values`) come from the benchmark's `published:` en
 works (`artifact`, its values and the kind of its ±), or the values of another work written in the study file
 (`source`, `spread`, `values`); `rows` maps a published row to our method (null: a published method we do not run,
 shown for reference), `dataset_prefix` turns a published column into our dataset's name, `negate` turns a reported
-log-likelihood into our NLL.
+log-likelihood into our NLL. The kind of a ± belongs to the work that made the number, not to the table that cites it:
+`spread` is one {kind, runs} or one per row. A value may give the source's own runs (`splits`, one per split in the
+benchmark's order of splits) in place of `value` and `error`: its cell is then judged paired by split.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from bnnrepro.artifacts.registry import catalog_entry
@@ -26,7 +29,9 @@ from bnnrepro.artifacts.verdict_rules import (
     CellVerdict,
     PublishedSpread,
     cell_verdict,
+    family_differs,
     metric_kind,
+    paired_cell_verdict,
     spread_of,
 )
 from bnnrepro.layout import PAIR_SEPARATOR
@@ -107,57 +112,101 @@ def validation_choice(
 REGRESSION_KINDS = {"metric_kinds": {"nll": "log-likelihood (density)"}}
 """The metric kinds of a regression benchmark's published metrics beyond their names' words: its NLL is a density's."""
 
-PUBLISHED_COLUMNS = ["source", "row", "method", "dataset", "metric", "value", "error", "kind", "runs"]
+PUBLISHED_COLUMNS = ["source", "row", "method", "dataset", "metric", "value", "error", "kind", "runs", "splits"]
+BENCHMARK_COLUMNS = ["published_kind", "reason"]
+"""Beyond a table's columns: what the published ± is (its source's kind, or `PER_SPLIT`) and why the verdict."""
+PER_SPLIT = "per split"
+"""The `kind` of a published value given as the source's own runs, one per split (judged paired by split)."""
+
+
+def _spread(entry: dict, row: str) -> PublishedSpread:
+    """A published entry's ± kind for `row`: a catalog table's, or the study file's one `spread` or the row's own."""
+    if "artifact" in entry:
+        return spread_of(catalog_entry(entry["artifact"])["published"])
+    spread = entry.get("spread", {})
+    spread = spread if "kind" in spread else spread.get(row)
+    if spread is None:
+        raise ValueError(
+            f"the published entry {entry['source']!r} states no spread for its row {row!r}: give "
+            f"spread: {{{row}: {{kind: standard_deviation, runs: 20}}}} (or standard_error, unstated), "
+            "or the source's runs per split (`splits`)"
+        )
+    return PublishedSpread(spread["kind"], spread.get("runs"))
 
 
 def published_values(entries: list[dict]) -> pd.DataFrame:
-    """The published numbers of a benchmark's `published:` entries as a frame of PUBLISHED_COLUMNS."""
+    """The published numbers of a benchmark's `published:` entries as a frame of PUBLISHED_COLUMNS (a value given
+    per split has its mean, its standard deviation and the kind `PER_SPLIT`)."""
     rows = []
     for entry in entries:
         if "artifact" in entry:
-            block = catalog_entry(entry["artifact"])["published"]
-            source, spread, values = entry.get("source", entry["artifact"]), spread_of(block), block["values"]
+            source, values = (
+                entry.get("source", entry["artifact"]),
+                catalog_entry(entry["artifact"])["published"]["values"],
+            )
         else:
             source, values = entry["source"], entry["values"]
-            spread = PublishedSpread(entry["spread"]["kind"], entry["spread"].get("runs"))
         sign = -1.0 if entry.get("negate") else 1.0
         for value in values:
             if value["row"] not in entry["rows"]:
                 continue
+            splits = [sign * v for v in value["splits"]] if "splits" in value else None
+            spread = PublishedSpread(PER_SPLIT, len(splits)) if splits else _spread(entry, value["row"])
             rows.append({
                 "source": source, "row": value["row"], "method": entry["rows"][value["row"]],
                 "dataset": entry.get("dataset_prefix", "") + value["column"],
                 "metric": value.get("metric", entry["metric"]),
-                "value": sign * value["value"], "error": value["error"], "kind": spread.kind, "runs": spread.runs,
+                "value": float(np.mean(splits)) if splits else sign * value["value"],
+                "error": float(np.std(splits, ddof=1)) if splits else value["error"],
+                "kind": spread.kind, "runs": spread.runs, "splits": splits,
             })  # fmt: skip
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
 
 
 def published_comparison(selected: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
     """Our test metric (mean and standard error over the replicates) beside each published value of a method and
-    dataset the benchmark ran, judged by the cell rule (not judged on stand-in data, which are not the paper's); a
-    published method we do not run is shown with its number alone, for reference."""
+    dataset the benchmark ran, judged by the cell rule (not judged on stand-in data, which are not the paper's), its
+    *differs* corrected over the benchmark's published-number tests (`family_differs`); a published method we do not
+    run is shown with its number alone, for reference."""
     test = selected[selected["metric"].str.startswith(TEST_PREFIX)]
     ours = test.groupby(["method", "dataset", "metric"])["value"].agg(["mean", standard_error, "count"])
+    per_split = test.set_index(["method", "dataset", "metric", "hparams"])["value"]
     standin = bool(selected["standin"].any())
     ran = set(selected["method"]) | {None}
     shown = published[published["dataset"].isin(set(selected["dataset"])) & published["method"].isin(ran)]
-    rows = []
+    rows, verdicts = [], []
     for item in shown.itertuples():
         key = (item.method, item.dataset, TEST_PREFIX + item.metric)
         mean, error, runs = ours.loc[key] if key in ours.index else (float("nan"), float("nan"), 0)
         margin = MARGINS[metric_kind(item.metric, REGRESSION_KINDS)].size(item.value)
-        verdict = cell_verdict(mean, error, runs, item.value, item.error, PublishedSpread(item.kind, item.runs), margin)
+        if item.kind == PER_SPLIT:
+            verdict = _paired(per_split, key, item.splits, margin)
+        else:
+            spread = PublishedSpread(item.kind, item.runs)
+            verdict = cell_verdict(mean, error, runs, item.value, item.error, spread, margin)
         if standin and runs:
             verdict = CellVerdict(NOT_COMPARABLE, float("nan"), "stand-in data are not the paper's")
+        verdicts.append(verdict)
         label = item.method if isinstance(item.method, str) else item.row
         rows.append({
             "row": f"{label} ({item.source})", "column": f"{item.dataset} {item.metric}", "ours": mean,
             "ours_error": error, "n_runs": runs or None, "published": item.value, "published_error": item.error,
             "difference": mean - item.value, "verdict": verdict.label, "p_value": verdict.p_value,
-            "margin": margin, "p_equivalence": verdict.p_equivalence,
+            "margin": margin, "p_equivalence": verdict.p_equivalence, "published_kind": item.kind,
+            "reason": verdict.reason,
         })  # fmt: skip
-    table = pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
+    table = pd.DataFrame(rows).reindex(columns=[*TABLE_COLUMNS, *BENCHMARK_COLUMNS])
+    corrected = family_differs(verdicts)
+    table["verdict"] = [verdict.label for verdict in corrected]
+    table["reason"] = [verdict.reason for verdict in corrected]
     table["n_runs"] = table["n_runs"].astype("Int64")
     table["standin"] = standin
     return table
+
+
+def _paired(ours: pd.Series, key: tuple, published: list[float], margin: float) -> CellVerdict:
+    """The paired cell of a source's per-split runs against ours on the splits both have (split k is the k-th)."""
+    method, dataset, metric = key
+    pairs = [(ours[method, dataset, metric, f"split={k}"], theirs) for k, theirs in enumerate(published)
+             if (method, dataset, metric, f"split={k}") in ours.index]  # fmt: skip
+    return paired_cell_verdict([o for o, _ in pairs], [t for _, t in pairs], margin)

@@ -33,13 +33,19 @@ runs lack, each with the reason (written by hand; the document refuses to leave 
 DOCUMENT = Path("docs/benchmark.md")
 CELL_RULE = (
     "ours (mean and standard error over our splits) against the published value, whose ± is read as a standard error "
-    "from the kind and number of splits its source states (a standard deviation over n splits is divided by sqrt(n)). "
-    "*agrees* when two one-sided t-tests at 5% show the difference inside the equivalence margin of its metric (test "
-    "RMSE: a tenth of the published value; test NLL: log 1.1 = 0.095 nats, what a Gaussian predictive a tenth wider "
-    "loses); *differs* when Welch's test at 5% separates the two and equivalence is not shown; *undetermined* "
-    "otherwise. Without a published error (or one whose kind its source does not state) a cell is *not judged*; on "
-    "stand-in data *not comparable*; a published method we do not run is shown *for reference*, and counted apart."
+    "from the kind and number of splits stated by the work that made the number (a standard deviation over n splits "
+    "is divided by sqrt(n)); a ± whose kind that work does not state is read both ways, and a cell whose two readings "
+    "disagree is undetermined. *agrees* when two one-sided t-tests at 5% show the difference inside the equivalence "
+    "margin of its metric (test RMSE: a tenth of the published value; test NLL: log 1.1 = 0.095 nats, what a Gaussian "
+    "predictive a tenth wider loses); *differs* when Welch's test separates the two at 5% after Holm's correction "
+    "over all of the benchmark's published-number tests and equivalence is not shown; *undetermined* otherwise. "
+    "Where the source gives its own number per split on the splits we run, the same "
+    "tests are paired by split (the published column then shows its mean and the standard deviation over its splits). "
+    "Without a published error (or a number of splits) a cell is *not judged*; on stand-in data *not comparable*; a "
+    "published method we do not run is shown *for reference*, and counted apart."
 )
+KIND_SHOWN = {"standard_error": "s.e.", "standard_deviation": "s.d.", "unstated": "kind unstated",
+              "per split": "s.d., per split"}  # fmt: skip
 SHOWN_METRICS = {"rmse_original": "test RMSE", "nll_original": "test NLL"}
 
 
@@ -111,11 +117,11 @@ def published_section(compared: pd.DataFrame) -> list[str]:
         tests += (
             [f"TOST p = {row.p_equivalence:.2g} within ± {row.margin:.3g}"] if not pd.isna(row.p_equivalence) else []
         )
-        shown = row.verdict + (f" ({'; '.join(tests)})" if tests else "")
+        tests += [row.reason[row.reason.index("Holm over") :]] if "Holm over" in row.reason else []
+        shown = row.verdict + f" ({'; '.join(tests) or row.reason})"
         verdict = "for reference" if pd.isna(row.ours) else shown
-        lines.append(
-            f"| {row.row} | {row.column} | {ours} | {row.published:.3g} ± {row.published_error:.2g} | {verdict} |"
-        )
+        published = f"{row.published:.3g} ± {row.published_error:.2g} ({KIND_SHOWN[row.published_kind]})"
+        lines.append(f"| {row.row} | {row.column} | {ours} | {published} | {verdict} |")
     return lines
 
 

@@ -128,7 +128,8 @@ _TABLE_LEGEND = (
     "Each cell: ours (± the paper's kind of error over n runs) and, below in grey, the paper's value. Green: agrees; "
     "red: differs; amber: undetermined (agrees: equivalent to the published value within its metric's margin by two "
     "one-sided t-tests at 5%, the paper's error read as a standard error; differs: Welch's test at 5% separates the "
-    "two; undetermined: too wide to tell, or the cell averages fewer settings than the paper's); uncoloured: not "
+    "two, in a benchmark after Holm's correction over its tests and paired by split where the source gives its "
+    "splits; undetermined: too wide to tell, or the cell averages fewer settings than the paper's); uncoloured: not "
     "judged or not comparable. The long form, with the differences, margins and p-values, is the table's CSV."
 )
 
