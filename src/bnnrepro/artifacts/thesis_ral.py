@@ -48,9 +48,9 @@ ABLATION_PANELS = {
 """Fig. 4.4's panels: their study methods."""
 UNCERTAINTY_LABELS = {
     "drop_maxent": "Drop-BNN-Maxent", "drop_bald": "Drop-BNN-BALD", "maxent": "CLT-BNN-Maxent",
-    "bald": "CLT-BNN-BALD", "ral": "RAL",
+    "bald": "CLT-BNN-BALD", "ral": "RAL", "random": "Random (control)",
 }  # fmt: skip
-"""Study method names -> Fig. 4.6's curves."""
+"""Study method names -> Fig. 4.6's curves, and random acquisition as the control the figure lacks."""
 CONVERGENCE_LABELS = {
     "drop_bnn_ce": "Drop-BNN-CE", "drop_bnn_probit": "Drop-BNN-Prob", "clt_bnn_fix": "CLT-BNN-Fix", "clt_bnn": "CLT-BNN"
 }  # fmt: skip
@@ -187,8 +187,8 @@ def fig46_note(scale: str) -> str:
     setting = grid_setting("uncertainty")
     return labelling_note(scale, study_runs(scale, UNCERTAINTY_LABELS, setting)) + (
         f" The runs of this figure only ({setting_text(setting)}, §4.6.3), not Table 4.1's; Drop-BNN: binary "
-        "dropout p = 0.5 with 12 masks for Maxent and BALD. Curves: the per-round mean ± std over seeds, "
-        "unsmoothed; a method without runs at this scale is missing."
+        "dropout p = 0.5 with 12 masks for Maxent and BALD; Random (control) is not in the thesis' figure. Curves: "
+        "the per-round mean ± std over seeds, unsmoothed; a method without runs at this scale is missing."
     )
 
 
