@@ -240,6 +240,21 @@ def test_targets_select_by_a_key_only_some_grids_have() -> None:
         selected_runs(load_study("thesis_bedl").runs("paper"), {"nonsense": {"1"}})
 
 
+def test_the_runs_of_a_grown_grid_are_named_with_the_command_that_runs_them() -> None:
+    """repulsive_toy's grid went from one seed to five after its batch: the document says which runs no kept batch
+    has and `targets --missing` gives exactly those; a study whose batches cover its grid has no such paragraph."""
+    from bnnrepro.fidelity.staleness import kept_run_ids, missing_runs_section
+
+    root = Path(__file__).resolve().parents[1] / "docs/fidelity/paper"
+    folder = root / "repulsive_toy"
+    runs, kept = load_study("repulsive_toy").runs("paper"), kept_run_ids(folder)
+    missing = [run for run in runs if run.id not in kept]
+    assert len(missing) == 120 and {run.seed for run in missing} == {1, 2, 3, 4}
+    section = "\n".join(missing_runs_section(folder))
+    assert "120 of the grid's 150 runs" in section and "targets repulsive_toy --missing" in section
+    assert missing_runs_section(root / "sdebnn_latent") == []
+
+
 def test_targets_include_the_run_files_the_study_s_figures_draw() -> None:
     """A rerun through `targets` makes what the study's artifacts read besides metrics.json (the evaluations, e.g.
     the toy paths of SDE-BNN Figs. 2 and 10, and the Lorenz forecast paths of thesis Figs. 6.5-6.9); a run no figure

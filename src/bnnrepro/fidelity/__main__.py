@@ -1,7 +1,7 @@
-"""`python -m bnnrepro.fidelity targets STUDY [--scale paper] [--batch COMMIT [--kept DIR]] [KEY=V1,V2 ...]`: the
-metrics.json of the study's runs whose grid values are among those given (and, with --batch, that its batch trained at
-COMMIT has, as kept in docs/fidelity/ or DIR), and the run files its artifacts draw from them (evaluations such as
-eval/forecast_paths.npz): Snakemake targets for a part of a grid;
+"""`python -m bnnrepro.fidelity targets STUDY [--scale paper] [--batch COMMIT | --missing] [--kept DIR] [KEY=V ...]`:
+the metrics.json of the study's runs whose grid values are among those given (and, with --batch, that its batch
+trained at COMMIT has, as kept in docs/fidelity/ or DIR; with --missing, that no kept batch has), and the run files
+its artifacts draw from them (evaluations such as eval/forecast_paths.npz): Snakemake targets for a part of a grid;
 `python -m bnnrepro.fidelity collect TREE --studies S ... [--scale paper] [--wall-seconds N] [--out DIR]`;
 `python -m bnnrepro.fidelity document`;
 `python -m bnnrepro.fidelity backfill-digests [--scale paper] [--studies S ...]`: record the code digest of each kept
@@ -16,7 +16,7 @@ from bnnrepro.fidelity.code_digest import backfill
 from bnnrepro.fidelity.collect import PROVENANCE_FILE, collect
 from bnnrepro.fidelity.document import fidelity_document
 from bnnrepro.fidelity.kept_files import KEPT_RESULTS
-from bnnrepro.fidelity.staleness import kept_batch_runs
+from bnnrepro.fidelity.staleness import kept_batch_runs, kept_run_ids
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import Run, load_study
 
@@ -55,6 +55,7 @@ def main() -> None:
     targets.add_argument("study")
     targets.add_argument("--scale", default="paper")
     targets.add_argument("--batch", metavar="COMMIT", help="only the runs of the batch trained at COMMIT, as kept")
+    targets.add_argument("--missing", action="store_true", help="only the runs that no kept batch has")
     targets.add_argument("--kept", type=Path, default=RESULTS, help=f"where --batch is kept (default: {RESULTS})")
     targets.add_argument("keep", nargs="*", help="KEY=V1,V2: keep the runs whose KEY (short name) is one of these")
     keep = commands.add_parser("collect", help="keep a tree's finished runs of some studies under docs/fidelity/")
@@ -81,6 +82,10 @@ def main() -> None:
         if args.batch:
             batch = kept_batch_runs(root / args.kept / args.scale / args.study, args.batch)
             runs = [run for run in runs if run.id in batch]
+        if args.missing:
+            folder = root / args.kept / args.scale / args.study
+            kept_runs = kept_run_ids(folder) if (folder / PROVENANCE_FILE).is_file() else set()
+            runs = [run for run in runs if run.id not in kept_runs]
         print("\n".join(target_files(args.study, args.scale, runs)))
     elif args.command == "collect":
         for study in args.studies:

@@ -31,7 +31,7 @@ from bnnrepro.artifacts.verdict_rules import (
 )
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
 from bnnrepro.fidelity.kept_files import provenance_batches
-from bnnrepro.fidelity.staleness import code_section
+from bnnrepro.fidelity.staleness import code_section, missing_runs_section
 from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.studies import available_studies, load_study
 
@@ -125,6 +125,7 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
     ]  # fmt: skip
     lines += code_section(folder)  # whether the code that trained its batches is the current code
+    lines += missing_runs_section(folder)  # the runs of a grid grown since its batches
     shown = _collected_artifacts(claims, folder, artifacts)
     counts = {"claims": claims["status"].value_counts().to_dict(), "cells": dict.fromkeys(CELL_VERDICTS, 0),
               "artifacts": shown}  # fmt: skip

@@ -11,7 +11,7 @@ import shlex
 from pathlib import Path
 
 from bnnrepro.fidelity.code_digest import batch_runs, code_digests
-from bnnrepro.fidelity.collect import PROVENANCE_FILE
+from bnnrepro.fidelity.collect import PROVENANCE_FILE, grid_part
 from bnnrepro.fidelity.kept_files import KEPT_RESULTS, provenance_batches
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import Run, StudyError, load_study
@@ -112,6 +112,30 @@ def code_section(folder: Path, current_tree: Path | None = None) -> list[str]:
         lines += [f"**Mixed code: batches at {groups}** trained {_methods_on_datasets(keys)} by different code (their "
                   "code digests differ): the study's rows and claims of these methods mix the two.", ""]  # fmt: skip
     return lines
+
+
+def kept_run_ids(folder: Path) -> set[str]:
+    """The run ids of every batch kept in a collected study's folder."""
+    return {run for _, runs in _kept_batches(folder) for run in runs}
+
+
+def missing_runs_section(folder: Path) -> list[str]:
+    """The Markdown paragraph on the runs of the study's current grid at the kept scale that no kept batch has (a
+    grid grown since, e.g. more seeds), with the command that trains and keeps them; nothing where there are none."""
+    provenance = json.loads((folder / PROVENANCE_FILE).read_text())
+    study_name, scale = provenance["study"], provenance["scale"]
+    runs = _study_runs(study_name, scale)
+    missing = [run for run in runs if run.id not in kept_run_ids(folder)]
+    if not missing:
+        return []
+    scale_option = "" if scale == "paper" else f" --scale {scale}"
+    targets = f"$(python -m bnnrepro.fidelity targets {study_name}{scale_option} --missing)"
+    scales = shlex.quote(f"study_scales={{{study_name}: {scale}}}")
+    keep = f"python -m bnnrepro.fidelity collect . --studies {study_name} --scale {scale} --add"
+    return [f"**Not yet run:** {grid_part(missing, runs)} are in the study's grid but in no kept batch (left out of "
+            "its batches, or added to the grid since), so its rows and claims rest on the kept runs alone. To run and "
+            "keep them:", "", "```bash", f"snakemake --cores 2 {targets} --config {scales}", keep, "```",
+            ""]  # fmt: skip
 
 
 def _methods_on_datasets(keys: list[str]) -> str:
