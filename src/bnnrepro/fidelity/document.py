@@ -4,7 +4,8 @@ published numbers beside ours and each caption claim with whether it holds, from
 A study's folder may hold `findings.yaml`, written by hand after looking into the results: {artifact id: {claim
 text, or 'table': why it does not hold (our bug, the paper's ambiguity, the scale), or what the numbers mean}}.
 A table's finding states verdicts through fields the document fills from the kept table (`with_verdicts`):
-`[[cells]]` for its counts, `[[cell ROW | COLUMN]]` for one cell's verdict.
+`[[cells]]` for its counts, `[[cell ROW | COLUMN]]` for one cell's verdict; any finding writes the numbers it takes
+from the runs as `[[value NAME]]`, computed from the kept metrics (`bnnrepro.fidelity.finding_values`).
 A scale's folder holds `not_run.yaml`, {study: why}: why the artifacts of a study that have a published number or a
 checked claim but no collected results at that scale were not run there (the data cannot be fetched, the runs need a
 GPU, ...); the document lists them with it, and refuses to leave one out unexplained.
@@ -30,6 +31,7 @@ from bnnrepro.artifacts.verdict_rules import (
     NOT_JUDGED,
 )
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
+from bnnrepro.fidelity.finding_values import with_values
 from bnnrepro.fidelity.kept_files import provenance_batches
 from bnnrepro.fidelity.staleness import code_section, missing_runs_section
 from bnnrepro.files import read_yaml
@@ -115,6 +117,8 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
     claims = pd.read_csv(folder / CLAIMS_FILE)
     findings = read_yaml(folder / FINDINGS_FILE) if (folder / FINDINGS_FILE).is_file() else {}
+    findings = {artifact: {key: with_values(str(text), folder) for key, text in texts.items()}
+                for artifact, texts in findings.items()}  # fmt: skip
     wall = provenance.get("wall_seconds")
     lines = [
         f"## {provenance['study']} at `{provenance['scale']}`", "",

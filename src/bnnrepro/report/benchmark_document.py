@@ -14,6 +14,7 @@ import pandas as pd
 
 from bnnrepro.artifacts.render import standard_error, verdict_counts
 from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS
+from bnnrepro.fidelity.finding_values import with_values
 from bnnrepro.fidelity.kept_files import METRICS_FILE, PROVENANCE_FILE
 from bnnrepro.fidelity.staleness import code_section
 from bnnrepro.files import read_yaml
@@ -185,7 +186,9 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
     if (folder / FINDINGS_FILE).is_file():
         findings = read_yaml(folder / FINDINGS_FILE)
         lines += ["### Findings (written after looking into the runs)", ""]
-        lines += [f"- *{subject}* {' '.join(str(text).split())}" for subject, text in findings.items()]
+        lines += [
+            f"- *{subject}* {' '.join(with_values(str(text), folder).split())}" for subject, text in findings.items()
+        ]
         lines.append("")
     lines += ["### Settings chosen on validation", "", "| method | dataset | settings (splits) |", "|---|---|---|"]
     lines += [f"| {row.row} | {row.column} | {row.ours} |" for row in choices.itertuples()]
