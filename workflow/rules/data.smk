@@ -35,8 +35,10 @@ rule fetch:
         dvc=1,
     params:
         mirror=PLAN.data_mirror(),
+        source=PLAN.data_source(),
     shell:
-        "BNNREPRO_DATA_MIRROR={params.mirror} dvc repro --single-item data/dvc.yaml:fetch@{wildcards.download} > {log} 2>&1"
+        "BNNREPRO_DATA_MIRROR={params.mirror} BNNREPRO_DATA_SOURCE={params.source} "
+        "dvc repro --single-item data/dvc.yaml:fetch@{wildcards.download} > {log} 2>&1"
 
 
 rule prepare_download:

@@ -1,7 +1,8 @@
 """Data commands run by the workflow's data rules:
 
 python -m bnnrepro.data generate DATASET INSTANCE OUT   one instance of a synthetic dataset
-python -m bnnrepro.data fetch DATASET OUT               download and verify (DVC stage data/dvc.yaml:fetch@DATASET)
+python -m bnnrepro.data fetch DATASET OUT               download and verify (DVC stage data/dvc.yaml:fetch@DATASET;
+                                                        its URL or mirror, else a registry package of its content)
 python -m bnnrepro.data prepare DATASET RAW OUT         convert the raw download for its loader
 python -m bnnrepro.data standin DATASET OUT             the offline stand-in of a download
 python -m bnnrepro.data package DATASET OUT             the arrays of a dataset an installed package ships
@@ -12,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from bnnrepro.data.fetch import MIRROR_VARIABLE, DownloadError, fetch
+from bnnrepro.data.fetch import MIRROR_VARIABLE, SOURCE_VARIABLE, DownloadError, fetch
 from bnnrepro.data.registry import dataset, generate_instance, resolve
 from bnnrepro.data.tabular import prepare_packaged
 from bnnrepro.pipeline.job_process import freeze_imported_objects
@@ -25,7 +26,7 @@ def main() -> None:
     gen.add_argument("dataset")
     gen.add_argument("instance", help="data keys and seed, e.g. omega=4+seed=0")
     gen.add_argument("out", type=Path)
-    get = sub.add_parser("fetch", help=f"download and verify a dataset (mirror: ${MIRROR_VARIABLE})")
+    get = sub.add_parser("fetch", help=f"download and verify a dataset (${MIRROR_VARIABLE}, ${SOURCE_VARIABLE})")
     get.add_argument("dataset")
     get.add_argument("out", type=Path)
     prep = sub.add_parser("prepare", help="convert a download for its loader")
@@ -44,7 +45,8 @@ def main() -> None:
         generate_instance(args.dataset, args.instance, args.out)
     elif args.command == "fetch":
         try:
-            fetch(args.dataset, args.out, os.environ.get(MIRROR_VARIABLE) or None)
+            source = os.environ.get(SOURCE_VARIABLE) or "auto"
+            fetch(args.dataset, args.out, os.environ.get(MIRROR_VARIABLE) or None, source)
         except DownloadError as err:
             sys.exit(f"error: {err}")
     elif args.command == "prepare":

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from bnnrepro.data import formats
+from bnnrepro.data.packages import packaged_arrays
 from bnnrepro.data.registry import Download
 from bnnrepro.data.spec import Splits
 from bnnrepro.files import read_npz, write_atomic
@@ -52,16 +53,37 @@ def _extract(archive: Path, names: list[str], folder: Path) -> list[Path]:
     return [found[name] for name in names]
 
 
+IDX_FILES = {"train_images": "train-images-idx3-ubyte.gz", "train_labels": "train-labels-idx1-ubyte.gz",
+             "test_images": "t10k-images-idx3-ubyte.gz", "test_labels": "t10k-labels-idx1-ubyte.gz"}  # fmt: skip
+"""The four IDX files of MNIST and Fashion-MNIST by role, as the canonical downloads name them."""
+
+
+def read_idx_files(files: Mapping[str, Path]) -> dict[str, np.ndarray]:
+    """The decoded content of the four IDX files (`IDX_FILES`' roles): x [N, 28, 28] uint8, y uint8."""
+    return {
+        "x_train": formats.read_idx(files["train_images"]), "y_train": formats.read_idx(files["train_labels"]),
+        "x_test": formats.read_idx(files["test_images"]), "y_test": formats.read_idx(files["test_labels"]),
+    }  # fmt: skip
+
+
+def read_label_first_csv(files: Mapping[str, Path]) -> dict[str, np.ndarray]:
+    """MNIST as CSV tables (roles `train`, `test`): a header line, then per image its label and 784 pixel values,
+    decoded as the IDX files are (x [N, 28, 28] uint8, y uint8); a value outside 0-255 is an error."""
+    arrays = {}
+    for split in ("train", "test"):
+        table = np.loadtxt(files[split], delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+        if table.shape[1] != 1 + 28 * 28 or table.min() < 0 or table.max() > 255:
+            raise ValueError(f"{files[split]}: not label + 784 pixels in 0-255 per row (shape {table.shape})")
+        arrays[f"x_{split}"] = table[:, 1:].astype(np.uint8).reshape(-1, 28, 28)
+        arrays[f"y_{split}"] = table[:, 0].astype(np.uint8)
+    return arrays
+
+
 def prepare_idx(raw: Path, out: Path) -> None:
-    """MNIST / Fashion-MNIST: the four IDX files -> x [N, 28, 28] uint8, y int64."""
-
-    def read(name: str) -> np.ndarray:
-        return formats.read_idx(raw / f"{name}-ubyte.gz")
-
-    _save(out, {
-        "x_train": read("train-images-idx3"), "y_train": read("train-labels-idx1").astype(np.int64),
-        "x_test": read("t10k-images-idx3"), "y_test": read("t10k-labels-idx1").astype(np.int64),
-    })  # fmt: skip
+    """MNIST / Fashion-MNIST: the four IDX files (or the arrays a registry package gave) -> x [N, 28, 28] uint8,
+    y int64."""
+    arrays = packaged_arrays(raw) or read_idx_files({role: raw / name for role, name in IDX_FILES.items()})
+    _save(out, {name: array.astype(np.int64) if name.startswith("y") else array for name, array in arrays.items()})
 
 
 def _prepare_cifar(raw: Path, out: Path, archive: str, train: list[str], test: list[str], label_bytes: int) -> None:

@@ -31,6 +31,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from bnnrepro import layout
+from bnnrepro.data.packages import RegistryPackage
 from bnnrepro.data.spec import Splits
 from bnnrepro.files import read_yaml
 from bnnrepro.layout import is_standin as is_standin  # re-exported: training jobs read it from the registry
@@ -106,6 +107,8 @@ class Download:
     standin: str  # "module:function" (entry, out .npz) writing the offline stand-in
     options: Mapping = field(default_factory=dict)  # keyword arguments of `prepare`
     standin_shape: tuple[int, int] | None = None  # (rows, features) of a tabular stand-in
+    packages: tuple[RegistryPackage, ...] = ()  # registry packages of the same content (bnnrepro.data.packages)
+    content_sha256: Mapping[str, str] = field(default_factory=dict)  # {array: digest} of the decoded content
 
     def source_url(self, file: RemoteFile, mirror: str | None) -> str:
         if mirror:
@@ -195,7 +198,9 @@ def _registry() -> dict[str, Entry]:
             if cls is Download:
                 files = tuple(RemoteFile(f["name"], f["md5"], f.get("size")) for f in entry["files"])
                 shape = tuple(entry["standin_shape"]) if "standin_shape" in entry else None
-                entries[name] = Download(name=name, **{**entry, "files": files, "standin_shape": shape})
+                packages = tuple(RegistryPackage(**package) for package in entry.get("packages", []))
+                entries[name] = Download(name=name, **{**entry, "files": files, "standin_shape": shape,
+                                                       "packages": packages})  # fmt: skip
             elif cls is GeneratedDataset:
                 entries[name] = GeneratedDataset(name, entry["title"], entry["generator"], tuple(entry["data_keys"]))
             else:
@@ -208,8 +213,9 @@ def check_references() -> None:
     workflow calls it when it builds the DAG, before any job runs)."""
     problems = []
     for entry in _registry().values():
-        for step in ("prepare", "loader", "standin", "source", "generator"):
-            reference = getattr(entry, step, None)
+        steps = [(step, getattr(entry, step, None)) for step in ("prepare", "loader", "standin", "source", "generator")]
+        steps += [(f"packages[{i}].reader", package.reader) for i, package in enumerate(getattr(entry, "packages", ()))]
+        for step, reference in steps:
             if reference is not None and (why := reference_error(reference)):
                 problems.append(f"{entry.name}.{step} = {reference}: {why}")
     if problems:

@@ -243,6 +243,10 @@ class Plan:
         """The mirror base URL for downloads ('' for the canonical URLs), shell-quoted."""
         return shlex.quote(self.config.get("data_mirror") or "")
 
+    def data_source(self) -> str:
+        """Where downloads come from (bnnrepro.data.fetch.SOURCES), shell-quoted."""
+        return shlex.quote(self.config.get("data_source") or "auto")
+
     # --- training and evaluation jobs ---
 
     def run_data(self, wildcards) -> str:
