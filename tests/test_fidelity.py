@@ -296,10 +296,13 @@ def test_a_finding_s_verdict_fields_come_from_its_table_and_an_unknown_cell_is_r
 
     table = pd.DataFrame({
         "row": ["UDN", "DUN-10"], "column": "average accuracy", "ours": [91.3, 88.6], "published": [91.7, 90.5],
-        "verdict": ["undetermined", "differs"], "coincides_with": None,
+        "ours_error": [1.9, 3.2], "published_error": [1.1, 0.7], "verdict": ["undetermined", "differs"],
+        "coincides_with": None,
     })  # fmt: skip
     text = "Counts: [[cells]]. DUN-10: [[cell DUN-10 | average accuracy]]."
     assert with_verdicts(text, table, tmp_path) == "Counts: 1 differs, 1 undetermined. DUN-10: differs."
+    numbers = with_verdicts("UDN: [[numbers UDN | average accuracy]]", table, tmp_path)
+    assert numbers == "UDN: 91.3 ± 1.9 against 91.7 ± 1.1"
     with pytest.raises(ValueError, match="names the cell UDN-10 | average accuracy"):
         with_verdicts("[[cell UDN-10 | average accuracy]]", table, tmp_path)
 

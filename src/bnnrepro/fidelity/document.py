@@ -4,7 +4,8 @@ published numbers beside ours and each caption claim with whether it holds, from
 A study's folder may hold `findings.yaml`, written by hand after looking into the results: {artifact id: {claim
 text, or 'table': why it does not hold (our bug, the paper's ambiguity, the scale), or what the numbers mean}}.
 A table's finding states verdicts through fields the document fills from the kept table (`with_verdicts`):
-`[[cells]]` for its counts, `[[cell ROW | COLUMN]]` for one cell's verdict; any finding writes the numbers it takes
+`[[cells]]` for its counts, `[[cell ROW | COLUMN]]` for one cell's verdict, `[[numbers ROW | COLUMN]]` for its
+numbers; any finding writes the numbers it takes
 from the runs as `[[value NAME]]`, computed from the kept metrics (`bnnrepro.fidelity.finding_values`).
 A scale's folder holds `not_run.yaml`, {study: why}: why the artifacts of a study that have a published number or a
 checked claim but no collected results at that scale were not run there (the data cannot be fetched, the runs need a
@@ -55,6 +56,11 @@ def _number(value: object, error: object = None, digits: int = 3) -> str:
     return text if error is None or pd.isna(error) else f"{text} ± {error:.2g}"
 
 
+def _printed(value: float, error: float) -> str:
+    """A cell's number for prose: three significant digits, trailing zeros kept ('1.00 ± 0.012')."""
+    return f"{value:#.3g}" + ("" if pd.isna(error) else f" ± {error:.2g}")
+
+
 def _table_section(compared: pd.DataFrame) -> list[str]:
     """Our cells that have a published number, beside it, with the cell rule's verdict."""
     if compared.empty:
@@ -83,8 +89,9 @@ _STATUS_SHOWN = {HOLDS: "holds", CONTRADICTED: "**contradicted**", NOT_RESOLVED:
                  NOT_CHECKED: "not checked"}  # fmt: skip
 
 
-VERDICT_FIELD = re.compile(r"\[\[(cells|cell (.+?)\|(.+?))\]\]")
-"""`[[cells]]` or `[[cell ROW | COLUMN]]` in a table's finding: the table's counts, or one cell's verdict."""
+VERDICT_FIELD = re.compile(r"\[\[(cells|cell (.+?)\|(.+?)|numbers (.+?)\|(.+?))\]\]")
+"""`[[cells]]`, `[[cell ROW | COLUMN]]` or `[[numbers ROW | COLUMN]]` in a table's finding: the table's counts, one
+cell's verdict, or its numbers ('0.998 ± 0.012 against 1.04 ± 0.01')."""
 
 
 def with_verdicts(text: str, compared: pd.DataFrame, table_file: Path) -> str:
@@ -95,11 +102,16 @@ def with_verdicts(text: str, compared: pd.DataFrame, table_file: Path) -> str:
         if match.group(1) == "cells":
             counts = verdict_counts(compared)
             return ", ".join(f"{counts[label]} {label}" for label in CELL_VERDICTS if counts[label])
-        row, column = match.group(2).strip(), match.group(3).strip()
-        cell = compared[(compared["row"] == row) & (compared["column"] == column)]
+        numbers = match.group(1).startswith("numbers")
+        row, column = (match.group(4), match.group(5)) if numbers else (match.group(2), match.group(3))
+        cell = compared[(compared["row"] == row.strip()) & (compared["column"] == column.strip())]
         if cell.empty:
             raise ValueError(f"{table_file}: a finding names the cell {row} | {column}, which the table has not")
-        return str(cell["verdict"].iloc[0])
+        first = cell.iloc[0]
+        if numbers:
+            ours, published = (_printed(first[k], first[f"{k}_error"]) for k in ("ours", "published"))
+            return f"{ours} against {published}"
+        return str(first["verdict"])
 
     return VERDICT_FIELD.sub(field, text)
 
