@@ -253,6 +253,10 @@ def record_error(record: dict) -> float:
     return record["test_error"] if "test_error" in record else 100 * (1 - record["test_accuracy"])
 
 
+class NoRunResults(ValueError):
+    """A figure's runs are not among the results at hand (a claim over them is then not checked)."""
+
+
 def history_frame(
     context: ArtifactContext, labels: dict[str, str], x: str, setting: dict | None = None, dataset: str | None = None
 ) -> pd.DataFrame:
@@ -275,7 +279,7 @@ def history_frame(
     if not rows:
         where = f" on {dataset}" if dataset else ""
         at = f" at {setting_text(setting)}" if setting else ""
-        raise ValueError(f"study {STUDY}: no run results of {', '.join(labels.values())}{where}{at}")
+        raise NoRunResults(f"study {STUDY}: no run results of {', '.join(labels.values())}{where}{at}")
     return pd.DataFrame(rows)
 
 
