@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -180,6 +180,7 @@ class CellVerdict:
     reason: str
     margin: float = math.nan  # the equivalence margin (`MARGINS`)
     p_equivalence: float = math.nan  # the larger p of the two one-sided tests against the margin
+    p_holm: float = math.nan  # the two-sided p after Holm's correction over its family (`family_differs`)
 
 
 @dataclass(frozen=True)
@@ -289,10 +290,10 @@ def family_differs(verdicts: Sequence[CellVerdict]) -> list[CellVerdict]:
         return corrected
     _, adjusted, _, _ = multipletests([verdicts[i].p_value for i in judged], alpha=LEVEL, method="holm")
     for i, p_holm in zip(judged, adjusted, strict=True):
-        if verdicts[i].label == DIFFERS and p_holm >= LEVEL:
-            v = verdicts[i]
-            corrected[i] = CellVerdict(UNDETERMINED, v.p_value, f"{v.reason}; Holm over {len(judged)}: p = "
-                                       f"{p_holm:.2g}", v.margin, v.p_equivalence)  # fmt: skip
+        v = verdicts[i]
+        fell = v.label == DIFFERS and p_holm >= LEVEL
+        reason = f"{v.reason}; Holm over {len(judged)}: p = {p_holm:.2g}" if fell else v.reason
+        corrected[i] = replace(v, label=UNDETERMINED if fell else v.label, reason=reason, p_holm=float(p_holm))
     return corrected
 
 

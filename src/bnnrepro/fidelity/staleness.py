@@ -62,10 +62,15 @@ def rerun_command(study_name: str, scale: str, kept: str, commit: str, batch: li
         taken = {getattr(run, key) for run in runs}
         if taken != {getattr(run, key) for run in batch}:
             keep += f" {key}={','.join(sorted(taken))}"
+    kept_option = "" if kept == KEPT_RESULTS else f" --kept {shlex.quote(kept)}"
+    return _train_command(study_name, scale, f"{keep} --batch {commit}{kept_option}")
+
+
+def _train_command(study_name: str, scale: str, selection: str) -> str:
+    """`snakemake ... $(python -m bnnrepro.fidelity targets STUDY <selection>) --config ...` at `scale`."""
     scales = shlex.quote(f"study_scales={{{study_name}: {scale}}}")
     scale_option = "" if scale == "paper" else f" --scale {scale}"
-    kept_option = "" if kept == KEPT_RESULTS else f" --kept {shlex.quote(kept)}"
-    targets = f"$(python -m bnnrepro.fidelity targets {study_name}{scale_option}{keep} --batch {commit}{kept_option})"
+    targets = f"$(python -m bnnrepro.fidelity targets {study_name}{scale_option}{selection})"
     return f"snakemake --cores 2 {targets} --config {scales}"
 
 
@@ -128,14 +133,10 @@ def missing_runs_section(folder: Path) -> list[str]:
     missing = [run for run in runs if run.id not in kept_run_ids(folder)]
     if not missing:
         return []
-    scale_option = "" if scale == "paper" else f" --scale {scale}"
-    targets = f"$(python -m bnnrepro.fidelity targets {study_name}{scale_option} --missing)"
-    scales = shlex.quote(f"study_scales={{{study_name}: {scale}}}")
     keep = f"python -m bnnrepro.fidelity collect . --studies {study_name} --scale {scale} --add"
     return [f"**Not yet run:** {grid_part(missing, runs)} are in the study's grid but in no kept batch (left out of "
             "its batches, or added to the grid since), so its rows and claims rest on the kept runs alone. To run and "
-            "keep them:", "", "```bash", f"snakemake --cores 2 {targets} --config {scales}", keep, "```",
-            ""]  # fmt: skip
+            "keep them:", "", "```bash", _train_command(study_name, scale, " --missing"), keep, "```", ""]  # fmt: skip
 
 
 def _methods_on_datasets(keys: list[str]) -> str:

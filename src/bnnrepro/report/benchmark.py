@@ -113,8 +113,9 @@ REGRESSION_KINDS = {"metric_kinds": {"nll": "log-likelihood (density)"}}
 """The metric kinds of a regression benchmark's published metrics beyond their names' words: its NLL is a density's."""
 
 PUBLISHED_COLUMNS = ["source", "row", "method", "dataset", "metric", "value", "error", "kind", "runs", "splits"]
-BENCHMARK_COLUMNS = ["published_kind", "reason"]
-"""Beyond a table's columns: what the published ± is (its source's kind, or `PER_SPLIT`) and why the verdict."""
+BENCHMARK_COLUMNS = ["published_kind", "reason", "p_holm"]
+"""Beyond a table's columns: what the published ± is (its source's kind, or `PER_SPLIT`), why the verdict, and its
+p after Holm's correction over the benchmark's tests."""
 PER_SPLIT = "per split"
 """The `kind` of a published value given as the source's own runs, one per split (judged paired by split)."""
 
@@ -199,6 +200,7 @@ def published_comparison(selected: pd.DataFrame, published: pd.DataFrame) -> pd.
     corrected = family_differs(verdicts)
     table["verdict"] = [verdict.label for verdict in corrected]
     table["reason"] = [verdict.reason for verdict in corrected]
+    table["p_holm"] = [verdict.p_holm for verdict in corrected]
     table["n_runs"] = table["n_runs"].astype("Int64")
     table["standin"] = standin
     return table
