@@ -32,7 +32,9 @@ from bnnrepro.fidelity.document import NOT_RUN_FILE, fidelity_document
 from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.pipeline.sources import source_files
 from bnnrepro.pipeline.studies import available_studies, load_study
+from bnnrepro.report.page_layout import layout_problems
 from bnnrepro.report.summary import summary_rows
+from bnnrepro.report.typst_report import printed_figures
 from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS, claim_status
 from tests.conftest import OFFLINE, add_session_dag_record, copy_project, run
 
@@ -106,6 +108,16 @@ def test_report_lists_every_artifact_with_its_status(built: Path) -> None:
     assert "udn/table1" in text and "Standard network Ω_3" in text
     # the report says "not yet reproduced" exactly where an artifact is (none left since the UDN's CIFAR/UCI studies)
     assert ("not yet reproduced" in text) == ("not yet reproduced" in status.values())
+
+
+def test_every_page_of_the_report_reads_right(built: Path) -> None:
+    """As rendered: no overprinted text, nothing off the page, every table's rows as wide as its header, no heading
+    ending a page, no figure text under 7 pt (bnnrepro.report.page_layout; tests/test_page_layout.py has each
+    problem's control, among them the summary table of 4f20520)."""
+    manifest = built / "results/smoke/report_manifest.json"
+    figures = printed_figures(manifest)
+    assert len(figures) == len([a for a in json.loads(manifest.read_text())["artifacts"] if "png" in a.get("files", {})]) + 2
+    assert [str(problem) for problem in layout_problems(built / "reports/report.pdf", figures)] == []
 
 
 def test_every_drawn_artifact_has_a_verdict_and_the_summary_counts_the_manifests(built: Path) -> None:

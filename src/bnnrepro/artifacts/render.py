@@ -21,7 +21,9 @@ import matplotlib
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 from bnnrepro.artifacts.registry import catalog_entry  # noqa: E402
 from bnnrepro.artifacts.verdict_rules import (  # noqa: E402
@@ -60,15 +62,73 @@ def standard_error(values: pd.Series) -> float:
 
 
 def stamp_scale(fig: Figure, scale: str, standin: bool) -> None:
-    """Write the scale (and 'stand-in data' where the data are not the paper's) in the figure's lower right corner."""
+    """Write the scale (and 'stand-in data' where the data are not the paper's) at the figure's lower right corner,
+    below its edge (the saved canvas grows to hold it: SAVED_BOUNDS), where it covers no label or legend."""
     label = f"{scale} scale" + (", stand-in data" if standin else "")
-    fig.text(0.995, 0.005, label, ha="right", va="bottom", fontsize=7, color="0.35")
+    fig.text(0.995, 0.0, label, ha="right", va="top", fontsize=7, color="0.35")
+
+
+SMALLEST_FONT_KEY = "bnnrepro smallest font pt"
+"""PNG text chunk: the smallest font size (points, at the figure's own size) of any text the figure shows; the report's
+page check (bnnrepro.report.page_layout) scales it to the size the page prints the figure at."""
+PRINTED_WIDTH_CM = 16.5
+"""The report prints a figure across the text width (A4 with 2 cm margins), or shorter where it would then be taller
+than PRINTED_MAX_HEIGHT_CM."""
+PRINTED_MAX_HEIGHT_CM = 19.0
+MIN_PRINTED_TEXT_PT = 7.0
+"""No text of a figure prints smaller than this in the report."""
+SAVED_BOUNDS = {"bbox_inches": "tight", "pad_inches": 0.05}
+"""A figure is saved with the canvas grown to hold a label its layout pushed past the edge, rather than cut off."""
+
+
+def printed_scale(width_in: float, height_in: float) -> float:
+    """How much the report scales a figure of this size (bnnrepro.report.typst_report.figure_image)."""
+    return min(PRINTED_WIDTH_CM / 2.54 / width_in, PRINTED_MAX_HEIGHT_CM / 2.54 / height_in)
+
+
+def _texts(fig: Figure) -> list[Text]:
+    return [text for text in fig.findobj(Text) if text.get_visible() and text.get_text().strip()]
+
+
+def smallest_font_pt(fig: Figure) -> float:
+    """The smallest font size of the figure's visible, non-empty texts (titles, labels, ticks, legends, notes)."""
+    return min((text.get_fontsize() for text in _texts(fig)), default=math.inf)
+
+
+def _raise_small_text(fig: Figure, smallest: float) -> None:
+    for axes in fig.axes:
+        for axis in ("x", "y"):
+            labels = getattr(axes, f"get_{axis}ticklabels")()
+            if labels and labels[0].get_fontsize() < smallest:
+                axes.tick_params(axis=axis, which="both", labelsize=smallest)
+    for text in fig.findobj(Text):  # empty ones too: an axis' offset text is written when the figure is drawn
+        if text.get_fontsize() < smallest:
+            text.set_fontsize(smallest)
+
+
+def legible_when_printed(fig: Figure) -> None:
+    """Raise every text that would print smaller than MIN_PRINTED_TEXT_PT in the report (tick labels through their
+    axes, so that ticks made at drawing time follow; matplotlib's default locators then place fewer ticks), and lay
+    the figure out again; repeated while the larger text grows the saved canvas (SAVED_BOUNDS) and so shrinks the
+    print."""
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("tight")
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    for _ in range(10):
+        canvas.draw()
+        bounds = fig.get_tightbbox(canvas.get_renderer()).padded(SAVED_BOUNDS["pad_inches"])
+        smallest = MIN_PRINTED_TEXT_PT / printed_scale(bounds.width, bounds.height)
+        if smallest_font_pt(fig) >= smallest:
+            return
+        _raise_small_text(fig, smallest * 1.05)
 
 
 def save_figure(fig: Figure, pdf: Path, png: Path) -> None:
+    legible_when_printed(fig)
     # A fixed creation date keeps the PDF identical across reruns of the same numbers.
-    write_atomic(pdf, lambda tmp: fig.savefig(tmp, metadata={"CreationDate": None}))
-    write_atomic(png, lambda tmp: fig.savefig(tmp, dpi=150))
+    write_atomic(pdf, lambda tmp: fig.savefig(tmp, metadata={"CreationDate": None}, **SAVED_BOUNDS))
+    metadata = {SMALLEST_FONT_KEY: f"{smallest_font_pt(fig):g}"}
+    write_atomic(png, lambda tmp: fig.savefig(tmp, dpi=150, metadata=metadata, **SAVED_BOUNDS))
 
 
 def compare_with_published(artifact_id: str, ours: pd.DataFrame, standin: bool) -> pd.DataFrame:

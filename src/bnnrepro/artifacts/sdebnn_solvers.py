@@ -131,16 +131,20 @@ def panels(frame: pd.DataFrame, curve_axes: list[tuple[str, str]], bar: tuple[st
     runs in a shared legend below."""
     labels = list(dict.fromkeys(frame.sort_values(["solver_rank", "num_steps"])["label"]))
     palette = dict(zip(labels, sns.color_palette(n_colors=len(labels)), strict=True))
-    fig, axes = plt.subplots(1, len(curve_axes) + 1, figsize=(4 * len(curve_axes) + 4, 4.2))
+    count = len(curve_axes) + 1
+    rows = -(-count // 2)  # two panels a row: legible at the report's text width
+    fig, grid = plt.subplots(rows, 2, figsize=(9, 3.4 * rows), layout="constrained", squeeze=False)
+    axes = list(grid.flat[:count])
+    for ax in grid.flat[count:]:
+        ax.remove()
     for ax, (x, y) in zip(axes, curve_axes, strict=False):
         curves(ax, frame, x, y, palette)
     bars(axes[-1], per_run(frame), *bar, palette)
     handles, names = axes[0].get_legend_handles_labels()
     for ax in axes[:-1]:
         ax.get_legend().remove()
-    fig.legend(handles, names, loc="lower center", ncol=min(len(names), 3), fontsize=8, frameon=False)
+    fig.legend(handles, names, loc="outside lower center", ncol=min(len(names), 2), fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.06 * ((len(names) + 2) // 3) + 0.02, 1, 1))
     return fig
 
 

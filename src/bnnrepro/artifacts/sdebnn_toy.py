@@ -55,10 +55,15 @@ def _predictive(ax, arrays: dict[str, np.ndarray], key: str, title: str) -> None
 
 
 def _predictive_panels(panels: list[tuple[dict[str, np.ndarray], str, str]]) -> Figure:
-    """One panel of predictive bands per (arrays, predictive key, title)."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.5), sharey=True, squeeze=False)
-    for ax, (arrays, key, title) in zip(axes[0], panels, strict=True):
+    """One panel of predictive bands per (arrays, predictive key, title), two panels a row (legible at the report's
+    text width)."""
+    columns = min(len(panels), 2)
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.5 * rows), sharey=True, squeeze=False)
+    for ax, (arrays, key, title) in zip(axes.flat, panels, strict=False):
         _predictive(ax, arrays, key, title)
+    for ax in axes.flat[len(panels) :]:
+        ax.remove()
     fig.tight_layout()
     return fig
 

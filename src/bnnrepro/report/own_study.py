@@ -27,7 +27,7 @@ from bnnrepro.report.study_summary import TEST_PREFIX, row_label, study_summary
 
 def metrics_figure(metrics: pd.DataFrame) -> Figure:
     """Each ranked test metric of the study's task (a row of panels) per dataset (a column): every method's mean
-    over its replicates with the standard error as an error bar."""
+    over its replicates with the standard error as an error bar, the methods top to bottom in the table's order."""
     task = study_task(metrics)
     shown = [m for m in RANKED_METRICS[task] if (metrics["metric"] == TEST_PREFIX + m).any()]
     if not shown:
@@ -46,10 +46,10 @@ def metrics_figure(metrics: pd.DataFrame) -> Figure:
             values = cells.loc[(TEST_PREFIX + metric, dataset)].reindex(entrants)
             ax.errorbar(values["mean"], range(len(entrants)), xerr=values["standard_error"], fmt="o", ms=4, capsize=2)
             ax.set_yticks(range(len(entrants)), entrants, fontsize=8)
-            ax.invert_yaxis()
             ax.set_title(dataset, fontsize=9)
             ax.set_xlabel(f"test {metric}", fontsize=8)
             ax.tick_params(axis="x", labelsize=7)
+    axes[0][0].invert_yaxis()  # once: the panels share their y axis; the first method on top, as in the table
     fig.tight_layout()
     return fig
 
@@ -58,8 +58,12 @@ def task_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
     """The rows of the ranked test metrics of the study's task (RMSE and NLL in the targets' units; accuracy, NLL,
     ECE), so that its table has a column per dataset and metric a reader compares; all test metrics where the runs
     record none of them."""
-    ranked = metrics["metric"].isin([TEST_PREFIX + m for m in RANKED_METRICS[study_task(metrics)]])
-    return metrics[ranked] if ranked.any() else metrics
+    order = {TEST_PREFIX + m: i for i, m in enumerate(RANKED_METRICS[study_task(metrics)])}
+    ranked = metrics["metric"].isin(order)
+    if not ranked.any():
+        return metrics
+    # the metrics in the order of the figure and the ranking (a stable sort keeps the methods' order)
+    return metrics[ranked].sort_values("metric", key=lambda column: column.map(order), kind="stable")
 
 
 def note_figure(note: str) -> Figure:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import typst
 
+from bnnrepro.artifacts.render import PRINTED_MAX_HEIGHT_CM, PRINTED_WIDTH_CM
 from bnnrepro.files import write_atomic
 from bnnrepro.report.summary import NOT_DRAWN, summary_rows
 from bnnrepro.report.verdicts import VERDICTS, claim_status
@@ -72,9 +73,6 @@ PREAMBLE = r"""
 ) #label(id)]
 """
 
-# A figure spans the text width unless that would make it taller than the maximum height.
-_MAX_FIGURE_HEIGHT_CM = 19.0
-_TEXT_WIDTH_CM = 16.5
 _STRING_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -197,8 +195,8 @@ def _png_size(png: Path) -> tuple[int, int]:
 def figure_image(png: Path, typst_path: str) -> str:
     """The PNG at the text width, or shorter when that would make it taller than a page allows."""
     width, height = _png_size(png)
-    too_tall = height / width * _TEXT_WIDTH_CM > _MAX_FIGURE_HEIGHT_CM
-    size = f"height: {_MAX_FIGURE_HEIGHT_CM}cm" if too_tall else "width: 100%"
+    too_tall = height / width * PRINTED_WIDTH_CM > PRINTED_MAX_HEIGHT_CM
+    size = f"height: {PRINTED_MAX_HEIGHT_CM}cm" if too_tall else "width: 100%"
     return f"align(center, image({typst_str(typst_path)}, {size}))"
 
 
@@ -405,8 +403,8 @@ def render_summary(manifest: dict) -> str:
     return (
         '#heading(level: 1, "Summary")\n'
         f"#par(text(size: 9pt, {typst_str(_SUMMARY_INTRO)}))\n"
-        "#text(size: 9pt, table(columns: (1fr, auto, auto, auto, auto, auto, auto, auto),\n"
-        "  align: (left, left, right, right, right, right, right, right),\n"
+        f"#text(size: 9pt, table(columns: (1fr, {', '.join(['auto'] * (len(headers) - 1))}),\n"
+        f"  align: (left, left, {', '.join(['right'] * (len(headers) - 2))}),\n"
         f"  table.header({', '.join(typst_str(h) for h in headers)}),\n"
         + "".join(f"  {cell},\n" for cell in cells)
         + "))\n#text(size: 9pt)[\n"
@@ -445,10 +443,12 @@ def render_own_studies(studies: list[dict], root: Path) -> str:
         metrics_png, ranking_png = (
             _own_study_file(study, name, "png", root) for name in ("metrics_figure", "ranking_figure")
         )
+        # the heading, the description and the first figure on one page: a heading never ends a page alone
         entries.append(
+            "#block(breakable: false)[\n"
             f"#heading(level: 2, raw({typst_str(study['study'])}))\n"
             + (f"#par({typst_str(study['description'])})\n" if study.get("description") else "")
-            + f"#{figure_image(*metrics_png)}\n"
+            + f"#{figure_image(*metrics_png)}\n]\n"
             + f"#par(text(size: 9pt, {typst_str(_RANKING_NOTE)}))\n"
             + f"#block({table_from_csv(_own_study_file(study, 'ranking', 'csv', root)[0], published=False)})\n"
             + f"#{figure_image(*ranking_png)}\n"
@@ -523,6 +523,15 @@ def _timestamp(provenance: dict) -> int | None:
         return None
     moment = datetime.fromisoformat(created)
     return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
+
+
+def printed_figures(manifest_path: Path) -> list[Path]:
+    """The PNGs the report of this manifest prints: the drawn artifacts' and the own studies' figures."""
+    manifest = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
+    root = (Path(manifest_path).parent / manifest["root"]).resolve()
+    files = [artifact.get("files", {}) for artifact in manifest.get("artifacts", [])]
+    files += [kinds for study in manifest.get("own_studies", []) for kinds in study["files"].values()]
+    return [root / kinds["png"] for kinds in files if "png" in kinds and (root / kinds["png"]).is_file()]
 
 
 def build_report(manifest_path: Path, out_pdf: Path) -> None:
