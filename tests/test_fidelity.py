@@ -230,7 +230,7 @@ def test_the_committed_paper_results_give_each_artifact_its_paper_verdict() -> N
 def test_targets_select_by_a_key_only_some_grids_have() -> None:
     """`targets` keeps the runs whose grid has every named key among the values given: the UCI split of thesis_bedl
     (its image runs have none) and the spiral study's sensitivity grid; a key no run has is an error naming them."""
-    from bnnrepro.fidelity.__main__ import selected_runs
+    from bnnrepro.fidelity.run_selection import selected_runs
 
     bedl = selected_runs(load_study("thesis_bedl").runs("paper"), {"split": {"0"}, "epochs": {"1000"}})
     assert bedl and all("split=0+" in run.id and "epochs=1000" in run.id for run in bedl)

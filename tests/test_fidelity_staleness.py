@@ -116,7 +116,7 @@ def test_a_rerun_command_trains_the_batch_s_stale_runs_and_no_other(tmp_path: Pa
     methods: at omega 28, seeds 3-4, the spiral study's sensitivity grid (depth_lr_ratio 1.0) has UDN runs that a
     filter on grid values alone would train too; here they are left out. An unknown commit is an error naming the
     kept ones."""
-    from bnnrepro.fidelity.__main__ import selected_runs
+    from bnnrepro.fidelity.run_selection import selected_runs
 
     grid = load_study("udn_spirals").runs("paper")
     methods = {"udn", "dun_10", "finite_3", "finite_4", "finite_5"}

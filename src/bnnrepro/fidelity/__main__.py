@@ -16,27 +16,13 @@ from bnnrepro.fidelity.code_digest import backfill
 from bnnrepro.fidelity.collect import PROVENANCE_FILE, collect
 from bnnrepro.fidelity.document import fidelity_document
 from bnnrepro.fidelity.kept_files import KEPT_RESULTS
+from bnnrepro.fidelity.run_selection import selected_runs
 from bnnrepro.fidelity.staleness import kept_batch_runs, kept_run_ids
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import Run, load_study
 
 RESULTS = Path(KEPT_RESULTS)
 DOCUMENT = Path("docs/fidelity.md")
-
-
-def grid_values(run: Run) -> dict[str, object]:
-    """{short key name: value} of a run's grid point (method, dataset, seed and its hyperparameters)."""
-    values = {"method": run.method, "dataset": run.dataset, "seed": run.seed}
-    return values | {key.rsplit(".", 1)[-1]: value for key, value in run.hparams}
-
-
-def selected_runs(runs: list[Run], keep: dict[str, set[str]]) -> list[Run]:
-    """The runs whose grid values named in `keep` (by their keys' short names) are all among the kept ones; a run
-    whose grid lacks a named key is left out. An error for a key no run has."""
-    known = {key for run in runs for key in grid_values(run)}
-    if unknown := set(keep) - known:
-        raise SystemExit(f"unknown grid key(s) {', '.join(sorted(unknown))}; the runs have {', '.join(sorted(known))}")
-    return [run for run in runs if all(str(grid_values(run).get(key)) in kept for key, kept in keep.items())]
 
 
 def target_files(study_name: str, scale: str, runs: list[Run]) -> list[str]:
