@@ -36,6 +36,15 @@ def test_training_health(initial: float, last: float, accuracy: float | None, cl
     assert bool(health["flags"]) == (status != "ok")
 
 
+def test_a_reported_metric_that_is_not_a_number_is_an_error() -> None:
+    """A test row with a missing value gives a NaN test RMSE while the training loss is fine: never "ok"."""
+    fine = {"test_rmse": 0.4, "test_nll": 1.2, "selected_epoch": 40}
+    assert training_health(0.9, 0.3, None, 0, reported=fine)["status"] == "ok"  # the control
+    health = training_health(0.9, 0.3, None, 0, reported=fine | {"test_rmse": math.nan, "last_test_nll": math.inf})
+    assert health["status"] == "error"
+    assert health["flags"] == [health["flags"][0]] and "test_rmse, last_test_nll" in health["flags"][0]
+
+
 def test_health_text_is_one_line_with_the_flags() -> None:
     assert health_text(training_health(0.7, 0.1, 0.9, 2)) == "ok"
     assert health_text(training_health(0.7, 1e9, 0.5, 2)).startswith("error: diverged: the training loss went from")

@@ -184,7 +184,8 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
 
     metrics = summarise(history, cfg.train.select_by, cfg.train.select_mode)
     classes = len(torch.unique(y_train)) if cfg.dataset.task == "classification" else 0
-    health = training_health(initial_loss, history[-1]["train_loss"], history[-1].get("test_accuracy"), classes)
+    last = history[-1]
+    health = training_health(initial_loss, last["train_loss"], last.get("test_accuracy"), classes, reported=metrics)
     if health["flags"]:
         log.warning("run %s: %s", run.path, health_text(health))
     result = {

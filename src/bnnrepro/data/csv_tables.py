@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from bnnrepro.data.registry import Download, dataset
+from bnnrepro.data.table_checks import check_columns, check_header, header_names
 from bnnrepro.data.tabular import write_table
 
 ROW_NAMES = "Unnamed: 0"
@@ -29,19 +30,21 @@ def prepare_csv(
 
     A first column without a header field holds row names (R's write.csv writes `"","a","b"` and `"1",...` rows, as
     the MASS exports do) and is dropped; a named column is a feature unless `features` or `drop` says otherwise.
-    Where the registry's entry for `out` declares a standin_shape, it must be the prepared table's shape.
+    Where the registry's entry for `out` declares a standin_shape, it must be the prepared table's shape. The table
+    is checked first (bnnrepro.data.table_checks: header, missing values, non-numeric and constant columns).
     """
-    path = raw / file
+    path, name = raw / file, Path(out).stem
+    check_header(path, header_names(path, delimiter), target, name)
     table = pd.read_csv(path, sep=delimiter)
     if len(table.columns) and table.columns[0] == ROW_NAMES:
         table = table.drop(columns=[ROW_NAMES])
-    if target not in table.columns:
-        raise ValueError(f"{path}: no column {target!r}; columns: {', '.join(map(str, table.columns))}")
-    x = table[feature_columns(path, [str(c) for c in table.columns if c != target], features, drop)].to_numpy()
+    columns = feature_columns(path, [str(c) for c in table.columns if c != target], features, drop)
+    check_columns(path, table, columns, target, name)
+    x = table[columns].to_numpy(dtype=float)
     entry = registered_download(out)
     if entry is not None:
         check_standin_shape(entry, x.shape)
-    write_table(out, x, table[target].to_numpy())
+    write_table(out, x, table[target].to_numpy(dtype=float))
 
 
 def feature_columns(

@@ -15,6 +15,7 @@ import numpy as np
 
 from bnnrepro.data.registry import Download, PackagedDataset, resolve
 from bnnrepro.data.spec import Splits
+from bnnrepro.data.table_checks import numeric_arrays
 from bnnrepro.files import read_npz, write_atomic
 
 SplitRows = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -60,10 +61,11 @@ def write_table(out: Path, x: np.ndarray, y: np.ndarray) -> None:
 
 
 def prepare_packaged(entry: PackagedDataset, out: Path) -> None:
-    """Call the entry's `source(**options)` and write its (x, y), or its .data and .target, as a table."""
+    """Call the entry's `source(**options)` and write its (x, y), or its .data and .target, as a table, checked
+    first (bnnrepro.data.table_checks)."""
     data = resolve(entry.source)(**entry.options)
     x, y = data if isinstance(data, tuple) else (data.data, data.target)
-    write_table(out, x, y)
+    write_table(out, *numeric_arrays(x, y, entry.name, entry.source))
 
 
 def load(path: Path, config: Mapping) -> Splits:

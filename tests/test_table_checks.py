@@ -1,0 +1,81 @@
+"""Bad tables refused when prepared (bnnrepro.data.table_checks), each error naming the file, the column and the fix;
+the same table without the fault prepares (the control). Before these checks, a NaN cell was prepared and trained
+on, a text column failed as "could not convert string to float" without its column or file, and a repeated header
+name was renamed by pandas in silence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bnnrepro.data import csv_tables, tabular
+from bnnrepro.data.registry import PackagedDataset
+from bnnrepro.data.table_checks import TableError, numeric_arrays
+
+CLEAN = "region,year,size,price\n1,2001,50,100\n2,2002,70,150\n1,2003,65,130\n2,2004,80,170\n"
+
+
+def prepared(tmp_path: Path, text: str, **options: object) -> np.lib.npyio.NpzFile:
+    (tmp_path / "homes.csv").write_text(text)
+    out = tmp_path / "homes.npz"
+    csv_tables.prepare_csv(tmp_path, out, file="homes.csv", **({"target": "price"} | options))
+    return np.load(out)
+
+
+def test_a_clean_table_prepares(tmp_path: Path) -> None:
+    arrays = prepared(tmp_path, CLEAN)
+    assert arrays["x"].shape == (4, 3) and arrays["y"].tolist() == [100, 150, 130, 170]
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "named"),
+    [
+        # a missing cell: its column and line (the header is line 1)
+        (CLEAN.replace("65,130", "65,"), {}, ["'price'", "line(s) 4", "does not impute"]),
+        (CLEAN.replace("2002,70", "2002,"), {}, ["feature column 'size'", "line(s) 3", "delete those rows"]),
+        # a text feature: the value, its line and the fix
+        (CLEAN.replace("2,2004", "east,2004"), {}, ["'region' is not numeric", "'east' on line 5", "drop: [region]"]),
+        # a misspelt target
+        (CLEAN, {"target": "prize"}, ["no column 'prize'", "'price'", "set `target:`"]),
+        # a repeated header name (pandas would call the second one size.1)
+        (CLEAN.replace("year,size", "size,size"), {}, ["'size' more than once", "rename"]),
+        # a constant feature
+        (CLEAN.replace(",50,", ",70,").replace(",65,", ",70,").replace(",80,", ",70,"), {}, ["'size' has one value"]),
+    ],
+)
+def test_a_faulty_table_is_refused_naming_file_column_and_fix(
+    tmp_path: Path, text: str, options: dict, named: list[str]
+) -> None:
+    with pytest.raises(TableError) as error:
+        prepared(tmp_path, text, **options)
+    message = str(error.value)
+    assert "dataset 'homes'" in message and str(tmp_path / "homes.csv") in message
+    assert all(part in message for part in named), message
+    assert not (tmp_path / "homes.npz").exists()
+
+
+def test_a_packaged_table_with_a_missing_value_is_refused(tmp_path: Path) -> None:
+    x, y = np.arange(12.0).reshape(4, 3), np.array([1.0, 2.0, 3.0, 4.0])
+    assert numeric_arrays(x, y, "toy", "pkg:load")[0].shape == (4, 3)  # the control
+    x[2, 1] = np.nan
+    with pytest.raises(TableError, match=r"dataset 'toy' \(pkg:load\): feature column 1 .* first in row 2"):
+        numeric_arrays(x, y, "toy", "pkg:load")
+    with pytest.raises(TableError, match="not numeric"):
+        numeric_arrays(np.array([["a", "b"], ["c", "d"]]), np.array([1.0, 2.0]), "toy", "pkg:load")
+
+
+def table_with_a_constant_column() -> tuple[np.ndarray, np.ndarray]:
+    """A package's table whose first feature is the same in every row."""
+    return np.column_stack([np.ones(5), np.arange(5.0)]), np.arange(5.0) ** 2
+
+
+def test_a_packaged_dataset_is_checked_when_prepared(tmp_path: Path) -> None:
+    entry = PackagedDataset(
+        name="constant", title="", licence="", source="tests.test_table_checks:table_with_a_constant_column",
+        loader="bnnrepro.data.tabular:load",
+    )  # fmt: skip
+    with pytest.raises(TableError, match="dataset 'constant' .*feature column 0 has one value"):
+        tabular.prepare_packaged(entry, tmp_path / "constant.npz")
+    assert not (tmp_path / "constant.npz").exists()
