@@ -4,10 +4,13 @@ workflow's environment, one torch thread), its seconds of training per epoch rea
 (`train_seconds`), times the run's own epochs: the estimated training time of the paper run. The data are prepared
 by the workflow first (with the `data_source` of config/config.yaml or `--data-source`).
 
-A run with no epochs (a sampler, a labelling loop: its length is set otherwise) is timed whole at its own settings
-unless `--max-seconds` stops it: then its cost is only bounded from below.
+Where one epoch is itself long (the SDE-BNN's 20 solver steps a layer over 60,000 images), `--examples N` trains the
+epoch on the first N training images and scales its time to the whole training set (an epoch's training time is
+proportional to its images: the same batches, N/B of them). A run with no epochs (a sampler, a labelling loop: its
+length is set otherwise) is timed whole at its own settings unless `--max-seconds` stops it: then its cost is only
+bounded from below.
 
-Usage: python -m benchmarks.paper_run_cost STUDY [KEY=V1,V2 ...] [--epochs 1] [--data-source package]
+Usage: python -m benchmarks.paper_run_cost STUDY [KEY=V1,V2 ...] [--epochs 1] [--examples N] [--data-source package]
        (KEY=V1,V2 as `python -m bnnrepro.fidelity targets`: keep the runs whose grid value KEY is one of these)
 """
 
@@ -20,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,21 +57,33 @@ def measured_seconds(command: list[str], run_dir: Path, max_seconds: float) -> t
     return wall, float(metrics["train_seconds"])
 
 
-def cost_line(study_name: str, run: Run, epochs: int, max_seconds: float, folder: Path) -> str:
+def training_images(data_file: str) -> int:
+    """The number of training examples of a prepared data file."""
+    with np.load(ROOT / data_file) as arrays:
+        return len(arrays["y_train"])
+
+
+def cost_line(study_name: str, run: Run, epochs: int, examples: int | None, max_seconds: float, folder: Path) -> str:
     study = load_study(study_name)
     overrides = training_overrides(study, run, SCALE)
     total = paper_epochs(overrides)
     run_dir = folder / run.id.replace("/", "_")
     shortened = [f"train.epochs={epochs}"] if total is not None else []
+    share = 1.0
+    if examples is not None:
+        # the evaluations on as many images (they are not part of train_seconds)
+        shortened.append(f"dataset.max_examples={{train: {examples}, val: {examples}, test: {examples}}}")
+        share = examples / training_images(run.data_file())
     command = [sys.executable, "-m", "bnnrepro.train", *overrides, *shortened, f"run_dir='{run_dir}'", "threads=1"]
     wall, trained = measured_seconds(command, run_dir, max_seconds)
     if trained is None:
         return f"{run.id}: stopped after {wall:.0f} s: a paper run takes longer"
     if total is None:
         return f"{run.id}: {trained:.0f} s of training ({wall:.0f} s wall), the whole run"
-    per_epoch = trained / epochs
+    per_epoch = trained / epochs / share
+    subset = f" on {examples} images, scaled to the training set" if examples is not None else ""
     return (
-        f"{run.id}: {per_epoch:.1f} s of training per epoch ({wall:.0f} s wall for {epochs}); "
+        f"{run.id}: {per_epoch:.1f} s of training per epoch ({wall:.0f} s wall for {epochs}{subset}); "
         f"{total} epochs: about {per_epoch * total / 60:.0f} min"
     )
 
@@ -76,6 +93,7 @@ def main() -> None:
     parser.add_argument("study")
     parser.add_argument("keep", nargs="*", help="KEY=V1,V2: keep the runs whose KEY (short name) is one of these")
     parser.add_argument("--epochs", type=int, default=1, help="epochs trained per measured run")
+    parser.add_argument("--examples", type=int, help="train the measured epoch(s) on the first N training images")
     parser.add_argument("--max-seconds", type=float, default=1800.0, help="stop a measured run after this long")
     parser.add_argument("--data-source", default="auto", help="`data_source` for the data the runs read")
     args = parser.parse_args()
@@ -87,7 +105,7 @@ def main() -> None:
     print(machine())
     with tempfile.TemporaryDirectory() as folder:
         for run in runs:
-            print(cost_line(args.study, run, args.epochs, args.max_seconds, Path(folder)), flush=True)
+            print(cost_line(args.study, run, args.epochs, args.examples, args.max_seconds, Path(folder)), flush=True)
 
 
 if __name__ == "__main__":
