@@ -112,7 +112,8 @@ def test_a_csv_download_is_prepared_with_its_target_column(tmp_path: Path) -> No
     with np.load(tmp_path / "wine.npz") as data:
         np.testing.assert_array_equal(data["x"], [[7.4, 1.9], [7.8, 2.6]])
         np.testing.assert_array_equal(data["y"], [5, 6])
-    with pytest.raises(ValueError, match="no column 'qualty' for the target; its columns are 'acidity', 'sugar', 'quality'"):
+    wrong_target = "no column 'qualty' for the target; its columns are 'acidity', 'sugar', 'quality'"
+    with pytest.raises(ValueError, match=wrong_target):
         csv_tables.prepare_csv(tmp_path, tmp_path / "bad.npz", file="wine.csv", target="qualty", delimiter=";")
 
 

@@ -127,8 +127,9 @@ EXPECTED_RUNS = {
     "smoke": 2 * 2 + 1 + 1,
     # boston and yacht x 3 splits x 2 methods; 4 data sets x 3 methods x 2 seeds; 2 streams x 3 methods x 2 seeds
     "default": 2 * 3 * 2 + 4 * 3 * 2 + 2 * 3 * 2,
-    # 8 sets x 20 splits and protein x 5 splits, x 2 methods; 4 x 3 x 5 seeds; 2 x 3 x 10 seeds
-    "paper": (8 * 20 + 5) * 2 + 4 * 3 * 5 + 2 * 3 * 10,
+    # 8 sets x 20 splits and protein x 5 splits, x 2 methods; 4 x 3 x 5 seeds; 2 x 3 x 10 seeds; and Table 3.3's
+    # sensitivity grids: 3 methods x 2 learning rates, 2 x 1 batch size, 2 x 2 priors, x 5 seeds
+    "paper": (8 * 20 + 5) * 2 + 4 * 3 * 5 + 2 * 3 * 10 + (3 * 2 + 2 * 1 + 2 * 2) * 5,
 }
 
 
