@@ -15,7 +15,14 @@ from bnnrepro.methods import METHOD_MODULES
 from bnnrepro.paths import train_config_dir
 from bnnrepro.pipeline import method_tasks as method_tasks_module
 from bnnrepro.pipeline import studies
-from bnnrepro.pipeline.method_tasks import KNOWN_TASKS, method_tasks, methods_taking, task_table, why_not
+from bnnrepro.pipeline.method_tasks import (
+    KNOWN_TASKS,
+    method_configs,
+    method_tasks,
+    methods_taking,
+    task_table,
+    why_not,
+)
 from bnnrepro.pipeline.studies import task_mismatch
 from bnnrepro.train_configs import SCALES, dataset_task
 from tests.conftest import ROOT
@@ -40,9 +47,23 @@ def test_a_module_without_tasks_is_named_with_the_fix(monkeypatch: pytest.Monkey
 
 def test_the_table_of_methods_by_task_marks_each_declared_task() -> None:
     table = task_table().splitlines()
-    assert table[0] == "| method | module | classification | regression | forecasting | sampling |"
-    assert "| `bnsde` | `bnnrepro.methods.bnsde` |  |  | yes |  |" in table
+    header = "| method | configs a study names | module | classification | regression | forecasting | sampling |"
+    assert table[0] == header
+    assert "| `bnsde` | `bnsde` | `bnnrepro.methods.bnsde` |  |  | yes |  |" in table
     assert len(table) == 2 + len(METHOD_MODULES)
+
+
+def test_every_method_has_a_config_a_study_can_name_and_every_config_names_a_method() -> None:
+    """The table names configs, not the modules' method names: `hyperodenet` is no config (its configs are
+    `hyperodenet_mnist` and `hyperodenet_cifar10`); a config whose chain of defaults names no method (the repulsive
+    ensembles' shared `posterior_network`) is not in it."""
+    configs = method_configs()
+    assert set(configs) == set(METHOD_MODULES)
+    assert configs["hyperodenet"] == ["hyperodenet_cifar10", "hyperodenet_mnist"]
+    named = {config for names in configs.values() for config in names}
+    on_disk = {path.stem for path in (train_config_dir() / "method").glob("*.yaml")}
+    assert on_disk - named == {"posterior_network"}
+    assert "hyperodenet" not in on_disk
 
 
 def test_a_datasets_task_is_its_merged_configs() -> None:

@@ -23,7 +23,9 @@ from pathlib import Path
 
 from bnnrepro import methods
 from bnnrepro.methods import METHOD_MODULES
+from bnnrepro.paths import train_config_dir
 from bnnrepro.pipeline.dag_cache import cached, files_digest
+from bnnrepro.train_configs import read_config_file
 
 KNOWN_TASKS = ("classification", "regression", "forecasting", "sampling")
 """The tasks of config/train/dataset/*.yaml."""
@@ -80,13 +82,34 @@ def methods_taking(task: str, record: Path | None = None) -> list[str]:
     return sorted(name for name, tasks in method_tasks(record).items() if task in tasks)
 
 
+def _config_method(path: Path) -> str | None:
+    """The method a config/train/method file builds: its `name`, or that of the first config its defaults extend."""
+    config = read_config_file(path) or {}
+    if "name" in config:
+        return str(config["name"])
+    parents = [entry for entry in config.get("defaults", []) if isinstance(entry, str) and entry != "_self_"]
+    return _config_method(path.with_name(f"{parents[0]}.yaml")) if parents else None
+
+
+def method_configs() -> dict[str, list[str]]:
+    """{method: the config/train/method names that build it}: what a study names (`method: <config>`)."""
+    configs: dict[str, list[str]] = {}
+    for path in sorted((train_config_dir() / "method").glob("*.yaml")):
+        if (method := _config_method(path)) is not None:
+            configs.setdefault(method, []).append(path.stem)
+    return configs
+
+
 def task_table() -> str:
-    """The methods by task as a Markdown table: each method, its module, and a mark per task it takes."""
-    declared = method_tasks()
-    rows = ["| method | module | " + " | ".join(KNOWN_TASKS) + " |", "|---|---|" + "---|" * len(KNOWN_TASKS)]
+    """The methods by task as a Markdown table: each method, the configs a study names it by, its module, and a mark
+    per task it takes."""
+    declared, configs = method_tasks(), method_configs()
+    header = "| method | configs a study names | module | " + " | ".join(KNOWN_TASKS) + " |"
+    rows = [header, "|---|---|---|" + "---|" * len(KNOWN_TASKS)]
     for name in sorted(declared):
         marks = " | ".join("yes" if task in declared[name] else "" for task in KNOWN_TASKS)
-        rows.append(f"| `{name}` | `{METHOD_MODULES[name]}` | {marks} |")
+        named = ", ".join(f"`{config}`" for config in configs.get(name, []))
+        rows.append(f"| `{name}` | {named} | `{METHOD_MODULES[name]}` | {marks} |")
     return "\n".join(rows) + "\n"
 
 
