@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from bnnrepro.evaluations.declarations import DEVICES, declared_evaluation, declared_evaluations
+from bnnrepro.evaluations.declarations import DEVICES, declared_evaluation, declared_evaluations, extra_data_files
 from bnnrepro.pipeline.studies import SCALES
 
 EVALUATIONS_OF_FIGURES = ("toy_paths", "latent_paths", "gradient_variance", "posterior_arrays", "calibration",
@@ -37,3 +37,15 @@ def test_only_the_image_evaluations_ask_for_the_runs_device() -> None:
 def test_an_unknown_evaluation_names_the_declared_ones() -> None:
     with pytest.raises(KeyError, match="unknown evaluation 'hidden_paths'.*toy_paths"):
         declared_evaluation("hidden_paths")
+
+
+def test_an_ood_evaluation_reads_only_the_ood_set_paired_with_its_runs_dataset() -> None:
+    """A FashionMNIST run's OOD evaluation needs MNIST, not SVHN: with SVHN unreachable (as on a machine that reaches
+    the package registries only) the FashionMNIST rows of the repulsive ensembles' Table 1 still run. Before, every
+    run's evaluation declared both (`data: [mnist, svhn]`) and the batch stopped at SVHN's download."""
+    fashion = extra_data_files("ood_detection", "paper", run_dataset="fashion_mnist")
+    assert fashion == {"mnist": "results/data/mnist.npz"}
+    assert extra_data_files("ood_detection", "paper", run_dataset="cifar10") == {"svhn": "results/data/svhn.npz"}
+    assert set(extra_data_files("ood_detection", "paper")) == {"mnist", "svhn"}  # every run's: the report's inputs
+    settings = declared_evaluation("ood_detection").settings["paper"]["ood_sets"]
+    assert {run: (ood,) for run, ood in settings.items()} == dict(declared_evaluation("ood_detection").data)

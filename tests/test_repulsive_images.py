@@ -151,7 +151,7 @@ def test_the_predictive_in_input_chunks_is_the_whole_batchs(image_files, monkeyp
 
 def inputs_for(cfg, files: dict[str, Path], scale: str = "smoke") -> EvaluationInputs:
     settings = declared_evaluations()[EVALUATION].settings[scale]
-    data = {name: files[name] for name in declared_evaluations()[EVALUATION].data}
+    data = {name: files[name] for name in declared_evaluations()[EVALUATION].data_of()}
     return EvaluationInputs(settings, data, 0, "cpu", OmegaConf.to_container(cfg.dataset, resolve=True))
 
 

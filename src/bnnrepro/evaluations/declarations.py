@@ -19,12 +19,21 @@ DEVICES = ("cpu", "run")
 @dataclass(frozen=True)
 class DeclaredEvaluation:
     """The declaration config/evaluations/<name>.yaml: the module that computes it, the registry datasets it reads
-    besides its run's, its device (DEVICES) and its settings per scale."""
+    besides its run's (a list, or {run's dataset: list} where each run reads only its own: an OOD set paired with
+    the training set), its device (DEVICES) and its settings per scale."""
 
     code: str
-    data: tuple[str, ...] = ()
+    data: tuple[str, ...] | Mapping[str, tuple[str, ...]] = ()
     device: str = "cpu"
     settings: Mapping[str, Mapping] = field(default_factory=dict)
+
+    def data_of(self, run_dataset: str | None = None) -> tuple[str, ...]:
+        """The extra datasets a run on `run_dataset` reads; all of them for None (every run's)."""
+        if not isinstance(self.data, Mapping):
+            return self.data
+        if run_dataset is not None:
+            return self.data.get(run_dataset, ())
+        return tuple(dict.fromkeys(name for names in self.data.values() for name in names))
 
 
 def declaration_file(name: str) -> Path:
@@ -49,7 +58,9 @@ def declared_evaluation(name: str) -> DeclaredEvaluation:
             f"(declare a new one in config/evaluations/{name}.yaml, with the module that computes it)"
         )
     e = read_yaml(path)
-    declared = DeclaredEvaluation(e["code"], tuple(e.get("data", ())), e.get("device", "cpu"), e.get("settings", {}))
+    data = e.get("data", ())
+    data = {run: tuple(names) for run, names in data.items()} if isinstance(data, Mapping) else tuple(data)
+    declared = DeclaredEvaluation(e["code"], data, e.get("device", "cpu"), e.get("settings", {}))
     if declared.device not in DEVICES:
         raise ValueError(f"config/evaluations/{path.name}: device {declared.device!r}; use one of {DEVICES}")
     return declared
@@ -60,9 +71,12 @@ def declared_evaluations() -> dict[str, DeclaredEvaluation]:
     return {name: declared_evaluation(name) for name in evaluation_names()}
 
 
-def extra_data_files(name: str, scale: str, real_data: Collection[str] | str = ()) -> dict[str, str]:
-    """{dataset: prepared file} of the datasets evaluation `name` reads besides its run's, chosen as for the training
-    runs' own datasets (`registry.prepared_file`: the offline stand-in below the `paper` scale unless `real_data`
-    names the download); none for a name that is no evaluation, e.g. a run's metrics.json."""
-    names = declared_evaluation(name).data if name in evaluation_names() else ()
+def extra_data_files(
+    name: str, scale: str, real_data: Collection[str] | str = (), run_dataset: str | None = None
+) -> dict[str, str]:
+    """{dataset: prepared file} of the datasets evaluation `name` reads besides its run's (a run on `run_dataset`:
+    only those its declaration pairs with that dataset), chosen as for the training runs' own datasets
+    (`registry.prepared_file`: the offline stand-in below the `paper` scale unless `real_data` names the download);
+    none for a name that is no evaluation, e.g. a run's metrics.json."""
+    names = declared_evaluation(name).data_of(run_dataset) if name in evaluation_names() else ()
     return {data: prepared_file(data, scale, real_data) for data in names}

@@ -66,9 +66,10 @@ def evaluation_inputs(
     """The inputs of evaluation `name` of the run with resolved config `cfg`, given the files of its extra datasets
     and the run's untrained method; a missing file is an error that names the dataset and how to make it."""
     declared = declared_evaluation(name)
-    if set(declared.data) != set(data):
+    expected = declared.data_of(OmegaConf.select(cfg, "dataset.name", default=None))
+    if set(expected) != set(data):
         raise ValueError(
-            f"evaluation {name!r} reads datasets {sorted(declared.data) or 'none'} besides the run's "
+            f"evaluation {name!r} reads datasets {sorted(expected) or 'none'} besides the run's "
             f"(config/evaluations/{name}.yaml); given {sorted(data) or 'none'}: pass --data DATASET=FILE for each"
         )
     for data_name, path in data.items():

@@ -288,14 +288,19 @@ class Plan:
         files = source_files(*modules, record=self.record)
         return self.listed("evaluation_code", [*files, str(declaration_file(evaluation).relative_to(project_root()))])
 
+    def _evaluation_data_files(self, wildcards) -> dict[str, str]:
+        run_dataset = wildcards.run.split("/")[1]  # <method>/<dataset>/<hparams>/seed=<seed> (bnnrepro.layout)
+        return extra_data_files(wildcards.evaluation, wildcards.scale, self.real_data, run_dataset)
+
     def evaluation_data(self, wildcards) -> list[str]:
-        """The prepared files of the datasets an evaluation reads besides its run's (config/evaluations/<name>.yaml
-        `data`): a download's offline stand-in below the `paper` scale, the real data at `paper`."""
-        return list(extra_data_files(wildcards.evaluation, wildcards.scale, self.real_data).values())
+        """The prepared files of the datasets an evaluation of this run reads besides its run's
+        (config/evaluations/<name>.yaml `data`, those paired with the run's dataset where it pairs them): a
+        download's offline stand-in below the `paper` scale, the real data at `paper`."""
+        return list(self._evaluation_data_files(wildcards).values())
 
     def evaluation_data_arguments(self, wildcards) -> str:
         """`--data DATASET=FILE` for each of those datasets, shell-quoted."""
-        files = extra_data_files(wildcards.evaluation, wildcards.scale, self.real_data)
+        files = self._evaluation_data_files(wildcards)
         return " ".join(f"--data {shlex.quote(f'{name}={path}')}" for name, path in files.items())
 
     def evaluation_on_run_device(self, wildcards) -> bool:
