@@ -15,7 +15,6 @@ import numpy as np
 
 from bnnrepro.data.registry import Download, PackagedDataset, resolve
 from bnnrepro.data.spec import Splits
-from bnnrepro.data.table_checks import numeric_arrays
 from bnnrepro.files import read_npz, write_atomic
 
 SplitRows = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -63,6 +62,9 @@ def write_table(out: Path, x: np.ndarray, y: np.ndarray) -> None:
 def prepare_packaged(entry: PackagedDataset, out: Path) -> None:
     """Call the entry's `source(**options)` and write its (x, y), or its .data and .target, as a table, checked
     first (bnnrepro.data.table_checks)."""
+    # imported here: the checks import pandas, which a training job that loads a table (`load`) does not need
+    from bnnrepro.data.table_checks import numeric_arrays
+
     data = resolve(entry.source)(**entry.options)
     x, y = data if isinstance(data, tuple) else (data.data, data.target)
     write_table(out, *numeric_arrays(x, y, entry.name, entry.source))
