@@ -45,11 +45,14 @@ def test_a_module_without_tasks_is_named_with_the_fix(monkeypatch: pytest.Monkey
         method_tasks_module.method_tasks()
 
 
-def test_the_table_of_methods_by_task_marks_each_declared_task() -> None:
+def test_the_table_of_methods_by_task_on_a_table_marks_each_declared_task_and_says_why_not() -> None:
     table = task_table().splitlines()
-    header = "| method | configs a study names | module | classification | regression | forecasting | sampling |"
+    header = "| method | configs for a table | module | classification | regression | not on a table |"
     assert table[0] == header
-    assert "| `bnsde` | `bnsde` | `bnnrepro.methods.bnsde` |  |  | yes |  |" in table
+    assert "| `bnsde` |  | `bnnrepro.methods.bnsde` |  |  | `bnsde`: takes forecasting data only |" in table
+    assert "| `edl` | `edl` | `bnnrepro.methods.evidential` | yes |  |  |" in table
+    odenet = next(row for row in table if row.startswith("| `odenet` |"))
+    assert "| `odenet` |" in odenet and "`odenet_mnist`" in odenet.rsplit("|", 2)[1]  # its image configs: why not
     assert len(table) == 2 + len(METHOD_MODULES)
 
 

@@ -59,7 +59,7 @@ def test_the_readme_walkthrough_adds_a_dataset_and_study_that_reach_the_report(t
     run([*command, "scale=smoke"], project)
     assert not (project / "results/data/uci_boston-standin.npz").exists()
 
-    table = pd.read_csv(project / "reports/tables/study_diabetes.csv")
+    table = pd.read_csv(project / "reports/tables/study_diabetes_regression.csv")
     assert set(table["row"]) == {"gp", "deep_ensemble", "mfvi", "laplace"}
     assert {"sklearn_diabetes rmse_original", "sklearn_diabetes nll_original"} <= set(table["column"])
     assert (table["n_runs"] == 2).all() and table["ours"].notna().all()  # the two smoke splits
@@ -100,10 +100,11 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     metrics = pd.DataFrame(rows, columns=["method", "hparams", "dataset", "metric", "value"])
     metrics["seed"], metrics["standin"] = 0, False
     (tmp_path / "metrics.csv").write_text(metrics.to_csv(index=False))
-    files = report_files.own_study_files("mine_vs_gp")
+    files = report_files.own_study_files("mine_vs_gp", "regression")
     arguments = [f"--{name.replace('_', '-')}" if name.endswith("figure") else f"--{name}" for name in files]
     (tmp_path / "mine_vs_gp.yaml").write_text("paper: own\ngrids: {}\n")  # no benchmark: block
-    command = [str(tmp_path / "mine_vs_gp.yaml"), str(tmp_path / "metrics.csv")]
+    command = [str(tmp_path / "mine_vs_gp.yaml"), str(tmp_path / "metrics.csv"), "--task", "regression"]
+    command += ["--datasets", "mine", "yours"]
     for argument, outputs in zip(arguments, files.values(), strict=True):
         command += [argument, *(str(tmp_path / path) for path in outputs.values())]
     own_study.main(command)
@@ -111,7 +112,8 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     assert ranking.loc[("rmse_original rank", "gp"), "ours"] == 1.0  # best in every block
     assert ranking.loc[("nll_original rank", "laplace"), "ours"] == 3.0
     assert (ranking["n_runs"] == 6).all()  # two datasets x three splits
-    study = {"study": "mine_vs_gp", "description": "My comparison.", "scale": "smoke", "files": files}
+    section = {"task": "regression", "datasets": ["mine", "yours"], "files": files}
+    study = {"study": "mine_vs_gp", "description": "My comparison.", "scale": "smoke", "sections": [section]}
     source = render_own_studies([study], tmp_path)
     assert source.startswith('#heading(level: 1, "Studies of your own")')
     assert '"mine_vs_gp"' in source and '"My comparison."' in source and '"mine rmse_original"' in source

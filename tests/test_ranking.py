@@ -15,7 +15,6 @@ from bnnrepro.report.ranking import (
     rank_metric,
     ranking_table,
     study_rankings,
-    study_task,
 )
 
 
@@ -76,11 +75,10 @@ def test_two_methods_or_one_block_get_ranks_but_no_test() -> None:
     assert ranking.friedman_p is None and ranking.nemenyi_p is None and ranking.average_ranks["x"] == 1.0
 
 
-def test_a_studys_task_chooses_its_ranked_metrics_and_the_table_and_diagram_follow() -> None:
+def test_the_task_chooses_its_ranked_metrics_and_the_table_and_diagram_follow() -> None:
     regression = pd.concat([tidy({m: [1.0 + i, 2.0 + i, 3.0 + i] for i, m in enumerate("xyz")}, metric=metric)
                             for metric in ("test_rmse_original", "test_nll_original", "test_rmse")])  # fmt: skip
-    assert study_task(regression) == "regression"
-    rankings = study_rankings(regression)
+    rankings = study_rankings(regression, "regression")
     assert [r.metric for r in rankings] == ["rmse_original", "nll_original"]
     table = ranking_table(rankings, standin=False)
     assert set(table["column"]) == {"rmse_original rank", "nll_original rank"}
@@ -89,5 +87,5 @@ def test_a_studys_task_chooses_its_ranked_metrics_and_the_table_and_diagram_foll
     draw_critical_differences(rankings, figure.subplots(2, 1))
     assert "Friedman p" in figure.axes[0].get_title()
     classification = tidy({"x": [0.9, 0.8, 0.7], "y": [0.5, 0.6, 0.4], "z": [0.1, 0.2, 0.3]}, metric="test_accuracy")
-    assert study_task(classification) == "classification"
-    assert study_rankings(classification)[0].average_ranks.index[0] == "x"  # higher accuracy ranks first
+    assert study_rankings(classification, "classification")[0].average_ranks.index[0] == "x"  # higher accuracy first
+    assert study_rankings(classification, "regression") == []  # the task, not the metrics recorded, chooses

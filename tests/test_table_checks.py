@@ -79,3 +79,45 @@ def test_a_packaged_dataset_is_checked_when_prepared(tmp_path: Path) -> None:
     with pytest.raises(TableError, match="dataset 'constant' .*feature column 0 has one value"):
         tabular.prepare_packaged(entry, tmp_path / "constant.npz")
     assert not (tmp_path / "constant.npz").exists()
+
+
+LABELLED = "size,price,kind\n50,100,flat\n70,150,house\n65,130,flat\n80,170,villa\n"
+
+
+def test_a_classification_table_keeps_its_classes_as_indices_with_their_names(tmp_path: Path) -> None:
+    arrays = prepared(tmp_path, LABELLED, target="kind", task="classification")
+    assert arrays["y"].dtype == np.int64 and arrays["y"].tolist() == [0, 1, 0, 2]  # sorted: flat, house, villa
+    assert arrays["class_names"].tolist() == ["flat", "house", "villa"]
+    declared = prepared(
+        tmp_path, LABELLED, target="kind", task="classification", class_labels=["villa", "house", "flat"]
+    )
+    assert declared["y"].tolist() == [2, 1, 2, 0]  # the declared order decides the indices
+    named = prepared(tmp_path, CLEAN, target="region", task="classification", class_labels={1: "north", 2: "south"})
+    assert named["y"].tolist() == [0, 1, 0, 1] and named["class_names"].tolist() == ["north", "south"]
+    # the control: the same column as a regression target stays a number
+    assert prepared(tmp_path, CLEAN, target="region")["y"].dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "named"),
+    [
+        (LABELLED, {"class_labels": ["flat", "house"]}, ["'villa'", "does not declare", "class_labels"]),
+        (LABELLED.replace("house", "flat").replace("villa", "flat"), {}, ["1 class(es)", "two or more"]),
+        (LABELLED.replace("70,150,house", "70,150,"), {}, ["the target column 'kind'", "line(s) 3"]),
+    ],
+)
+def test_a_faulty_classification_target_is_refused(tmp_path: Path, text: str, options: dict, named: list[str]) -> None:
+    with pytest.raises(TableError) as error:
+        prepared(tmp_path, text, target="kind", task="classification", **options)
+    assert all(part in str(error.value) for part in named), str(error.value)
+
+
+def test_a_classification_standin_has_the_declared_classes(tmp_path: Path) -> None:
+    from bnnrepro.data.registry import Download
+
+    entry = Download(name="homes", title="", url="", mirror_path="", licence="", format="", files=(), prepare="",
+                     loader="", standin="", standin_shape=(60, 3), task="classification",
+                     class_labels=["low", "mid", "high"])  # fmt: skip
+    tabular.standin(entry, tmp_path / "homes-standin.npz")
+    arrays = np.load(tmp_path / "homes-standin.npz")
+    assert arrays["class_names"].tolist() == ["low", "mid", "high"] and set(arrays["y"].tolist()) == {0, 1, 2}

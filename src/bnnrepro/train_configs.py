@@ -2,7 +2,8 @@
 
 `python -m bnnrepro.train` composes config/train/config.yaml with one option of each group (method/, dataset/,
 scale/, and the optional protocol/<dataset>_<scale>.yaml, or the defaults of the dataset's task at that scale,
-protocol/<task>_<scale>.yaml, that the workflow selects for a dataset without one: `protocol_override`); an option's
+protocol/<task>_<scale>.yaml, that the workflow selects for a dataset without one: `protocol_override`; then the
+optional method_protocol/<method>_<scale>.yaml); an option's
 file may extend others of its group through its defaults list (method/sdebnn_cifar10.yaml -> sdebnn_mnist.yaml ->
 sdebnn.yaml). Editing any of these files must rerun
 exactly the runs that compose it: the workflow makes them inputs of rule `train` (`composed_files`).
@@ -102,6 +103,8 @@ def _selected_files(
         protocol = protocol_file(options["dataset"], options["scale"])
     if groups == GROUPS and protocol.is_file():
         files.append(protocol)
+    if groups == GROUPS and (method_protocol := method_protocol_file(options["method"], options["scale"])).is_file():
+        files.append(method_protocol)
     return tuple(str(path.relative_to(root)) for path in dict.fromkeys(files))
 
 
@@ -112,6 +115,12 @@ GLOBAL_PACKAGE = "# @package _global_"
 def protocol_file(dataset: str, scale: str) -> Path:
     """config/train/protocol/<dataset>_<scale>.yaml: a dataset's epochs, evaluation cadence and model selection."""
     return train_config_dir() / "protocol" / f"{dataset}_{scale}.yaml"
+
+
+def method_protocol_file(method: str, scale: str) -> Path:
+    """config/train/method_protocol/<method>_<scale>.yaml: what method config `method` needs at `scale` whatever the
+    dataset (merged after the dataset's protocol; optional)."""
+    return train_config_dir() / "method_protocol" / f"{method}_{scale}.yaml"
 
 
 def task_protocol_file(task: str | None, scale: str) -> Path:

@@ -22,10 +22,10 @@ rule aggregate:
         "python -m bnnrepro.pipeline.job_server run bnnrepro.aggregate {wildcards.study} {wildcards.scale} {output} > {log} 2>&1"
 
 
-# A study of your own (`paper: own`): a table of its test metrics (mean and standard error over seeds and splits), the
-# methods ranked over its datasets and replicates (Friedman and Nemenyi tests), a figure of each test metric per
-# dataset and the critical-difference diagrams (bnnrepro.report.own_study); a benchmark's settings chosen on its
-# validation splits and its published numbers beside ours (bnnrepro.report.benchmark).
+# A study of your own (`paper: own`), per task of its datasets: a table of their test metrics (mean and standard error
+# over seeds and splits), the methods ranked over those datasets and replicates (Friedman and Nemenyi tests), a figure
+# of each test metric per dataset and the critical-difference diagrams (bnnrepro.report.own_study); a benchmark's
+# settings chosen on its validation splits and its published numbers beside ours (bnnrepro.report.benchmark).
 rule own_study:
     input:
         study="config/studies/{study}.yaml",
@@ -34,13 +34,17 @@ rule own_study:
     output:
         **own_study_outputs(),
     log:
-        layout.log_file("aggregate", "{study}_summary"),
+        layout.log_file("aggregate", "{study}_{task}_summary"),
     wildcard_constraints:
         study=OWN_STUDY_NAMES,
+        task="|".join(KNOWN_TASKS),
     conda:
         "../../environment.yml"
+    params:
+        datasets=PLAN.own_study_datasets,
     shell:
         "python -m bnnrepro.pipeline.job_server run bnnrepro.report.own_study {input.study} {input.metrics} "
+        "--task {wildcards.task} --datasets {params.datasets} "
         "--table {output.table_csv} {output.table_md} {output.table_tex} "
         "--ranking {output.ranking_csv} {output.ranking_md} {output.ranking_tex} "
         "--metrics-figure {output.metrics_figure_pdf} {output.metrics_figure_png} "

@@ -13,6 +13,7 @@ from snakemake.utils import validate
 from bnnrepro import cpu_arithmetic, layout
 from bnnrepro.pipeline import run_steps
 from bnnrepro.pipeline.input_lists import NAME_PATTERN as INPUT_LIST_NAME
+from bnnrepro.pipeline.method_tasks import KNOWN_TASKS
 from bnnrepro.pipeline.plan import Plan, PlanError
 from bnnrepro.pipeline.result_timestamps import record, workflow_source_files
 from bnnrepro.pipeline.sources import source_files

@@ -91,6 +91,8 @@ rule standin:
     priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
+    params:
+        entry=PLAN.standin_entry,
     shell:
         "python -m bnnrepro.pipeline.job_server run bnnrepro.data standin {wildcards.download} {output} > {log} 2>&1"
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from bnnrepro.data.fetch import MIRROR_VARIABLE, SOURCE_VARIABLE, DownloadError, fetch
-from bnnrepro.data.registry import dataset, generate_instance, resolve
+from bnnrepro.data.registry import dataset, generate_instance, resolve, table_target
 from bnnrepro.data.tabular import prepare_packaged
 from bnnrepro.pipeline.job_process import freeze_imported_objects
 
@@ -51,11 +51,13 @@ def main() -> None:
             sys.exit(f"error: {err}")
     elif args.command == "prepare":
         entry = dataset(args.dataset)
-        resolve(entry.prepare)(args.raw, args.out, **entry.options)
+        resolve(entry.prepare)(args.raw, args.out, **entry.options, **table_target(entry))
     elif args.command == "package":
         prepare_packaged(dataset(args.dataset), args.out)
     else:
         entry = dataset(args.dataset)
+        if entry.standin is None:
+            sys.exit(f"dataset {entry.name!r} has no stand-in (config/datasets.yaml: real_data: true, no standin:)")
         resolve(entry.standin)(entry, args.out)
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bnnrepro.data.registry import Download, dataset
-from bnnrepro.data.table_checks import check_columns, check_header, header_names
+from bnnrepro.data.registry import ClassLabels, Download, dataset
+from bnnrepro.data.table_checks import check_columns, check_header, class_indices, header_names
 from bnnrepro.data.tabular import write_table
 
 ROW_NAMES = "Unnamed: 0"
@@ -24,9 +24,13 @@ def prepare_csv(
     delimiter: str = ",",
     features: Sequence[str] | None = None,
     drop: Sequence[str] | None = None,
+    task: str = "regression",
+    class_labels: ClassLabels = None,
 ) -> None:
     """A CSV download with a header row: column `target` is y; the features are every other column, or the columns
     `features` names (in that order), or every other column but those `drop` names (give one of the two at most).
+    With `task` classification (the registry entry's), the target's values are classes: numbers or text, kept as
+    class indices by `class_labels` (bnnrepro.data.table_checks.class_indices) with their names.
 
     A first column without a header field holds row names (R's write.csv writes `"","a","b"` and `"1",...` rows, as
     the MASS exports do) and is dropped; a named column is a feature unless `features` or `drop` says otherwise.
@@ -39,12 +43,17 @@ def prepare_csv(
     if len(table.columns) and table.columns[0] == ROW_NAMES:
         table = table.drop(columns=[ROW_NAMES])
     columns = feature_columns(path, [str(c) for c in table.columns if c != target], features, drop)
-    check_columns(path, table, columns, target, name)
+    classes = task == "classification"
+    check_columns(path, table, columns, target, name, classes)
     x = table[columns].to_numpy(dtype=float)
     entry = registered_download(out)
     if entry is not None:
         check_standin_shape(entry, x.shape)
-    write_table(out, x, table[target].to_numpy(dtype=float))
+    if not classes:
+        write_table(out, x, table[target].to_numpy(dtype=float))
+        return
+    where = f"dataset {name!r}: {path}: target column {target!r}"
+    write_table(out, x, *class_indices(table[target].tolist(), class_labels, where))
 
 
 def feature_columns(

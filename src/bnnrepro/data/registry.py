@@ -84,6 +84,19 @@ def _top_level_names(source_file: str) -> set[str]:
     return names
 
 
+ClassLabels = list | dict | None
+"""A classification table's declared classes: its target's values in index order, or {value: name}; None: every
+value the target takes, sorted (bnnrepro.data.table_checks.class_indices)."""
+
+
+def table_target(entry: Download | PackagedDataset) -> dict:
+    """The keyword arguments by which a table's prepare step learns the target's declared kind: {} for a regression
+    table (and for any download that declares no task), else task and class_labels."""
+    if entry.task != "classification":
+        return {}
+    return {"task": entry.task, "class_labels": entry.class_labels}
+
+
 @dataclass(frozen=True)
 class RemoteFile:
     name: str
@@ -104,11 +117,14 @@ class Download:
     files: tuple[RemoteFile, ...]
     prepare: str  # "module:function" (raw folder, out .npz, **options)
     loader: str  # "module:function" (prepared .npz, dataset config) -> Splits
-    standin: str  # "module:function" (entry, out .npz) writing the offline stand-in
+    standin: str | None = None  # "module:function" (entry, out .npz) writing the offline stand-in
     options: Mapping = field(default_factory=dict)  # keyword arguments of `prepare`
+    real_data: bool = False  # the real files at every scale (no stand-in), as config `real_data` naming it
     standin_shape: tuple[int, int] | None = None  # (rows, features) of a tabular stand-in
     packages: tuple[RegistryPackage, ...] = ()  # registry packages of the same content (bnnrepro.data.packages)
     content_sha256: Mapping[str, str] = field(default_factory=dict)  # {array: digest} of the decoded content
+    task: str | None = None  # a table's task (bnnrepro.data.tabular): regression (None) or classification
+    class_labels: ClassLabels = None  # a classification table's classes: values, or {value: name}
 
     def source_url(self, file: RemoteFile, mirror: str | None) -> str:
         if mirror:
@@ -130,6 +146,8 @@ class PackagedDataset:
     source: str  # "module:function"
     loader: str  # "module:function" (prepared .npz, dataset config) -> Splits
     options: Mapping = field(default_factory=dict)
+    task: str | None = None  # regression (None) or classification, as for a Download
+    class_labels: ClassLabels = None
 
     def prepared_file(self) -> str:
         return layout.prepared_download_file(self.name)
@@ -208,6 +226,35 @@ def _registry() -> dict[str, Entry]:
     return entries
 
 
+TABLE_LOADER = "bnnrepro.data.tabular:load"
+TABLE_LOADERS = (TABLE_LOADER, "bnnrepro.data.uci:load")
+"""The loaders of tables: rows of features and a target (a CSV, a packaged table, the UCI sets)."""
+
+
+def is_table(name: str) -> bool:
+    """Whether dataset `name` is a table (its registry loader is one of TABLE_LOADERS)."""
+    entry = _registry().get(name)
+    return isinstance(entry, Download | PackagedDataset) and entry.loader in TABLE_LOADERS
+
+
+def table_task_error(name: str, config_task: str | None) -> str | None:
+    """Why a table's training config disagrees with its registry entry on the task (the entry declares it, default
+    regression; the config's `task` decides how runs are trained and judged), or None where they agree or `name` is
+    no table."""
+    entry = _registry().get(name)
+    if not isinstance(entry, Download | PackagedDataset) or (entry.task is None and entry.loader != TABLE_LOADER):
+        return None
+    declared = entry.task or "regression"
+    if config_task == declared:
+        return None
+    shared = "tabular_classification" if declared == "classification" else "tabular"
+    return (
+        f"dataset {name!r}: config/datasets.yaml declares task {declared} (its `task:`, regression where it gives "
+        f"none), but config/train/dataset/{name}.yaml sets task {config_task}; make them agree: `defaults: [{shared}, "
+        f"_self_]` in the training config, or `task: {config_task}` in the registry entry"
+    )
+
+
 def check_references() -> None:
     """Raise RegistryError naming every function reference of config/datasets.yaml that does not resolve (the
     workflow calls it when it builds the DAG, before any job runs)."""
@@ -240,8 +287,10 @@ def packaged() -> list[PackagedDataset]:
 
 def uses_real_data(name: str, scale: str, real_data: Collection[str] | str = ()) -> bool:
     """Whether runs at `scale` read download `name`'s real files rather than its offline stand-in: always at the
-    `paper` scale; below it when the workflow's `real_data` is "all" or names the download."""
-    return scale == "paper" or real_data == "all" or name in real_data
+    `paper` scale; below it when the workflow's `real_data` is "all" or names the download, or its registry entry
+    says `real_data: true`."""
+    declared = getattr(_registry().get(name), "real_data", False)
+    return scale == "paper" or real_data == "all" or name in real_data or declared
 
 
 def prepared_file(name: str, scale: str, real_data: Collection[str] | str = ()) -> str:

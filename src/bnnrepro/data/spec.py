@@ -42,7 +42,12 @@ class Splits:
         return float(self.arrays["y_mean"]), float(self.arrays["y_std"])
 
     def spec(self, task: str) -> DataSpec:
-        num_classes = int(self.y("train").max()) + 1 if task == "classification" else 0
+        """The DataSpec for `task`; a classification set's classes are its `class_names` where it names them (a class
+        the training rows lack still counts), else the training labels' largest value plus one."""
+        num_classes = 0
+        if task == "classification":
+            names = self.arrays.get("class_names")
+            num_classes = len(names) if names is not None else int(self.y("train").max()) + 1
         return DataSpec(task, self.x("train").shape[1], num_classes, tuple(self.x("train").shape[1:]))
 
     def save(self, path: Path) -> None:

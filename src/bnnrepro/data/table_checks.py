@@ -5,13 +5,14 @@ before any run trains on it, each named with the file, the column and the fix.
 - a target column the file does not have;
 - a feature or target that is not numeric (the first value that is not a number, with its line);
 - a missing value (the lines that have one: the pipeline does not impute);
-- a constant feature (it carries nothing, and standardising divides by its spread) or a constant target.
+- a constant feature (it carries nothing, and standardising divides by its spread) or a constant target;
+- for a classification table, a target with fewer than two classes, or a value its declared `class_labels` lack.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +53,11 @@ def _lines(rows: Sequence[int]) -> str:
     return shown + (f" and {len(rows) - SHOWN_LINES} more" if len(rows) > SHOWN_LINES else "")
 
 
-def check_columns(path: Path, table: pd.DataFrame, features: Sequence[str], target: str, dataset: str) -> None:
-    """Every feature and the target numeric, without missing values, and not constant (a feature) or varying (the
-    target)."""
+def check_columns(
+    path: Path, table: pd.DataFrame, features: Sequence[str], target: str, dataset: str, classes: bool = False
+) -> None:
+    """Every feature and the target without missing values, numeric (the target of a classification table, whose
+    values are classes, may be text: `classes`) and not constant (a feature) or varying (the target)."""
     where = f"dataset {dataset!r}: {path}"
     for column in [*features, target]:
         values = table[column]
@@ -64,6 +67,8 @@ def check_columns(path: Path, table: pd.DataFrame, features: Sequence[str], targ
                 f"{where}: {role} column {column!r} has no value on line(s) {_lines(missing)}; fill them in or "
                 "delete those rows in the file (the pipeline does not impute)"
             )
+        if classes and column == target:
+            continue  # its classes are checked by class_indices
         numbers = pd.to_numeric(values, errors="coerce")
         if not_numbers := np.flatnonzero(numbers.isna().to_numpy()).tolist():
             first = not_numbers[0]
@@ -82,17 +87,21 @@ def check_columns(path: Path, table: pd.DataFrame, features: Sequence[str], targ
             raise TableError(f"{where}: {role} column {column!r} has one value, {numbers.iloc[0]!r} ({what}); {fix}")
 
 
-def numeric_arrays(x: object, y: object, dataset: str, source: str) -> tuple[np.ndarray, np.ndarray]:
-    """A packaged table's (x, y) as float arrays, checked as `check_columns` checks a CSV's columns (which have no
-    names here: numbered from 0)."""
+def numeric_arrays(
+    x: object, y: object, dataset: str, source: str, classes: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """A packaged table's (x, y) as arrays, x float, checked as `check_columns` checks a CSV's columns (which have no
+    names here: numbered from 0); y float, or as given where its values are `classes` (checked by class_indices)."""
     where = f"dataset {dataset!r} ({source})"
     try:
-        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y) if classes else np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise TableError(f"{where}: the table is not numeric ({error}); encode its text columns as numbers") from None
     if x.ndim != 2 or y.shape != (len(x),):
         raise TableError(f"{where}: a table needs x [N, D] and y [N]; the source gives x {x.shape}, y {y.shape}")
-    for name, values in [*((f"feature column {j}", x[:, j]) for j in range(x.shape[1])), ("the target", y)]:
+    targets = [] if classes else [("the target", y)]
+    for name, values in [*((f"feature column {j}", x[:, j]) for j in range(x.shape[1])), *targets]:
         if bad := np.flatnonzero(~np.isfinite(values)).tolist():
             raise TableError(
                 f"{where}: {name} has {len(bad)} missing or infinite value(s), first in row {bad[0]}; drop those rows "
@@ -101,3 +110,45 @@ def numeric_arrays(x: object, y: object, dataset: str, source: str) -> tuple[np.
         if len(values) and np.ptp(values) == 0:
             raise TableError(f"{where}: {name} has one value, {values[0]!r}; leave it out of the source's table")
     return x, y
+
+
+def class_label(value: object) -> str:
+    """A target value as a class label: its text, a whole number written without a decimal point (1.0 -> '1')."""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def class_indices(
+    values: Sequence, declared: Sequence | Mapping | None, where: str, names: Sequence[str] | None = None
+) -> tuple[np.ndarray, list[str]]:
+    """A classification target's values as class indices (int64) and the classes' names, by the entry's
+    `class_labels`: the values in index order, or {value: name}; None: every value the target takes, sorted (as
+    numbers where they all are), named by `names` (a package's target_names) where it gives one per class.
+    TableError where a value is not declared or the target takes fewer than two classes."""
+    labels = [class_label(value) for value in values]
+    if declared is None:
+        present = sorted(set(labels), key=lambda label: (_as_number(label) is None, _as_number(label) or 0, label))
+        order, shown = present, list(names) if names is not None and len(names) == len(present) else present
+    else:
+        order = [class_label(value) for value in declared]
+        shown = [str(declared[value]) for value in declared] if isinstance(declared, Mapping) else order
+    if unknown := sorted(set(labels) - set(order)):
+        raise TableError(
+            f"{where}: the target takes value(s) {', '.join(map(repr, unknown))} that class_labels ({order}) does not "
+            "declare; add them to `class_labels:` in config/datasets.yaml, or delete those rows"
+        )
+    if len(set(labels)) < 2:
+        raise TableError(
+            f"{where}: the target takes {len(set(labels))} class(es) ({sorted(set(labels))}); a classification table "
+            "needs two or more: choose another `target:`, or declare `task: regression`"
+        )
+    index = {label: i for i, label in enumerate(order)}
+    return np.array([index[label] for label in labels], dtype=np.int64), shown
+
+
+def _as_number(label: str) -> float | None:
+    try:
+        return float(label)
+    except ValueError:
+        return None

@@ -1,9 +1,11 @@
-"""Tabular regression data: rows of features and one target, split and standardised by one rule.
+"""Tabular data: rows of features and one target, split and standardised by one rule.
 
-Any table (a CSV download, a dataset a package ships) is prepared once into an .npz with `x` [N, D] and `y` [N];
-`load` cuts split K (`dataset.split`) as the UDN paper's UCI protocol does (App. B.4: a permutation of all rows
-seeded by K, then train/validation/test by the config's fractions, 80/10/10 by default) and standardises inputs and
-target with the training rows' mean and std. The UCI loader (bnnrepro.data.uci) shares both steps.
+Any table (a CSV download, a dataset a package ships) is prepared once into an .npz with `x` [N, D] and `y` [N]: the
+target's values for a regression table, class indices for a classification table, which also holds the classes'
+names (`class_names`, the registry entry's `task` and `class_labels`). `load` cuts split K (`dataset.split`) as the
+UDN paper's UCI protocol does (App. B.4: a permutation of all rows seeded by K, then train/validation/test by the
+config's fractions, 80/10/10 by default) and standardises the inputs with the training rows' mean and std, and a
+regression target too. The UCI loader (bnnrepro.data.uci) shares both steps.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from bnnrepro.data.registry import Download, PackagedDataset, resolve
-from bnnrepro.data.spec import Splits
+from bnnrepro.data.spec import SPLITS, Splits
 from bnnrepro.files import read_npz, write_atomic
 
 SplitRows = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -52,30 +54,58 @@ def standardised_splits(x: np.ndarray, y: np.ndarray, rows: SplitRows, standardi
     return Splits(arrays)
 
 
-def write_table(out: Path, x: np.ndarray, y: np.ndarray) -> None:
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+def classified_splits(x: np.ndarray, y: np.ndarray, rows: SplitRows, standardize: bool) -> Splits:
+    """x_ train/val/test standardised as `standardised_splits` does, y_ the class indices (int64 [n])."""
+    inputs = standardised_splits(x, np.zeros(len(y)), rows, standardize).arrays
+    arrays = {key: value for key, value in inputs.items() if key.startswith("x_")}
+    for split, split_rows in zip(SPLITS, rows, strict=True):
+        arrays[f"y_{split}"] = y[split_rows].astype(np.int64)
+    return Splits(arrays)
+
+
+def write_table(out: Path, x: np.ndarray, y: np.ndarray, class_names: list[str] | None = None) -> None:
+    """The prepared table: x [N, D] float64 and y [N], the target's values (float64) or, with `class_names`, class
+    indices (int64) into them."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64 if class_names is None else np.int64)
     if x.ndim != 2 or y.shape != (len(x),):
         raise ValueError(f"a table needs x [N, D] and y [N]; got x {x.shape}, y {y.shape}")
-    write_atomic(out, lambda tmp: np.savez(tmp, x=x, y=y))
+    classes = {} if class_names is None else {"class_names": np.array(class_names, dtype=str)}
+    write_atomic(out, lambda tmp: np.savez(tmp, x=x, y=y, **classes))
 
 
 def prepare_packaged(entry: PackagedDataset, out: Path) -> None:
     """Call the entry's `source(**options)` and write its (x, y), or its .data and .target, as a table, checked
-    first (bnnrepro.data.table_checks)."""
+    first (bnnrepro.data.table_checks); a classification table's target as classes (`class_indices`), named by the
+    entry's class_labels, else by the source's target_names where it has them."""
     # imported here: the checks import pandas, which a training job that loads a table (`load`) does not need
-    from bnnrepro.data.table_checks import numeric_arrays
+    from bnnrepro.data.table_checks import class_indices, numeric_arrays
 
     data = resolve(entry.source)(**entry.options)
     x, y = data if isinstance(data, tuple) else (data.data, data.target)
-    write_table(out, *numeric_arrays(x, y, entry.name, entry.source))
+    classes = entry.task == "classification"
+    x, y = numeric_arrays(x, y, entry.name, entry.source, classes)
+    if not classes:
+        write_table(out, x, y)
+        return
+    names = getattr(data, "target_names", None)
+    where = f"dataset {entry.name!r} ({entry.source})"
+    indices, class_names = class_indices(y, entry.class_labels, where, None if names is None else list(map(str, names)))
+    write_table(out, x, indices, class_names)
 
 
 def load(path: Path, config: Mapping) -> Splits:
-    """Split `config['split']` of a prepared table, with config keys train_fraction, val_fraction, standardize."""
-    arrays = read_npz(path, ["x", "y"], what="prepared dataset")
+    """Split `config['split']` of a prepared table, with config keys train_fraction, val_fraction, standardize; a
+    classification table's splits keep its `class_names`."""
+    arrays = read_npz(path, what="prepared dataset")
+    if missing := {"x", "y"} - set(arrays):
+        raise ValueError(f"{path}: not a prepared table, missing arrays {sorted(missing)}")
     x, y = arrays["x"], arrays["y"]
     rows = seeded_split(len(y), int(config["split"]), float(config["train_fraction"]), float(config["val_fraction"]))
-    return standardised_splits(x, y, rows, bool(config["standardize"]))
+    if "class_names" not in arrays:
+        return standardised_splits(x, y, rows, bool(config["standardize"]))
+    splits = classified_splits(x, y, rows, bool(config["standardize"]))
+    return Splits({**splits.arrays, "class_names": arrays["class_names"]})
 
 
 def standin_table(rows: int, features: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -87,7 +117,16 @@ def standin_table(rows: int, features: int, rng: np.random.Generator) -> tuple[n
 
 
 def standin(entry: Download, out: Path, seed: int = 0) -> None:
-    """Offline stand-in of a tabular download, of the registry entry's `standin_shape` (rows, features)."""
+    """Offline stand-in of a tabular download, of the registry entry's `standin_shape` (rows, features); for a
+    classification table, its target cut at its quantiles into as many classes as class_labels declares (two where
+    it declares none), named as declared."""
     if entry.standin_shape is None:
         raise ValueError(f"dataset {entry.name!r}: give standin_shape: [rows, features] in config/datasets.yaml")
-    write_table(out, *standin_table(*entry.standin_shape, np.random.default_rng(seed)))
+    x, y = standin_table(*entry.standin_shape, np.random.default_rng(seed))
+    if entry.task != "classification":
+        write_table(out, x, y)
+        return
+    declared = entry.class_labels or ["0", "1"]
+    names = [str(declared[label]) for label in declared] if isinstance(declared, Mapping) else list(map(str, declared))
+    cuts = np.quantile(y, np.linspace(0, 1, len(names) + 1)[1:-1])
+    write_table(out, x, np.searchsorted(cuts, y), names)

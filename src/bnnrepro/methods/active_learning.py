@@ -42,6 +42,11 @@ TASKS = ("classification",)
 them before any job runs (bnnrepro.pipeline.method_tasks)."""
 NOT_TAKEN = {"regression": "a labelling run's acquisitions score class predictives (thesis ch. 4, Algorithm 1)"}
 """Why its methods do not take a task, for the error a study that pairs them gets."""
+NOT_ON_TABLES = (
+    "a labelling run's 50 initial labels and 400-label budget are the thesis' MNIST protocol (§4.3.1), for a pool of "
+    "thousands of images, not a table of a few hundred rows"
+)
+"""Why it does not train on a table (bnnrepro.pipeline.method_tasks), for the error a study that pairs them gets."""
 
 PREDICTORS = {"dvi": gaussian_weight_vi, "mc_dropout": mc_dropout}
 """method.predictor -> the module that builds it from the same method config: the CLT-BNN (DVI's moment network

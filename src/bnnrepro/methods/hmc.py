@@ -14,6 +14,9 @@ fresh warm-up).
 
 from __future__ import annotations
 
+import logging
+import time
+
 import torch
 from omegaconf import DictConfig
 from pyro.infer.mcmc import MCMC, NUTS
@@ -32,6 +35,7 @@ them before any job runs (bnnrepro.pipeline.method_tasks)."""
 NOT_TAKEN = {"sampling": "a sampling dataset holds exact samples of its target already (its test split)"}
 """Why its methods do not take a task, for the error a study that pairs them gets."""
 
+LOG = logging.getLogger(__name__)
 MIN_DRAWS = 4
 """Pyro's chain diagnostics (which count the divergent transitions) split each chain's draws into two halves of two."""
 
@@ -70,7 +74,8 @@ class HamiltonianMonteCarlo(WeightSamples):
 
         draws, divergences, step_sizes = [], 0, []
         starts = self.samples.view(self.num_chains, self.num_samples, -1)[:, -1]
-        for start in starts:
+        for chain, start in enumerate(starts, 1):
+            started = time.perf_counter()
             kernel = NUTS(potential_fn=potential, max_tree_depth=self.max_tree_depth)
             mcmc = MCMC(
                 kernel,
@@ -83,6 +88,10 @@ class HamiltonianMonteCarlo(WeightSamples):
             draws.append(mcmc.get_samples()["w"])
             divergences += len(mcmc.diagnostics()["divergences"]["chain 0"])
             step_sizes.append(float(kernel.step_size))
+            LOG.info(
+                "HMC chain %d/%d: %d warm-up and %d kept draws in %.1f s (step size %.3g)", chain, self.num_chains,
+                self.warmup_steps, self.num_samples, time.perf_counter() - started, step_sizes[-1],
+            )  # fmt: skip
         self.samples = torch.cat(draws).to(self.samples)
         self.last_run = {
             "divergences": float(divergences),

@@ -32,6 +32,8 @@ TASKS = ("regression",)
 them before any job runs (bnnrepro.pipeline.method_tasks)."""
 NOT_TAKEN = {"classification": "a latent SDE fits observations of one path over time (SDE-BNN §4)"}
 """Why its methods do not take a task, for the error a study that pairs them gets."""
+NOT_ON_TABLES = "its inputs are the times of one path's observations (SDE-BNN §4), not a table's rows of features"
+"""Why it does not train on a table (bnnrepro.pipeline.method_tasks), for the error a study that pairs them gets."""
 
 GRADIENT_CHUNK = 250  # gradient draws vectorised at once (bounds the memory of the per-draw backward passes)
 

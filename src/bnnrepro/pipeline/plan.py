@@ -210,7 +210,8 @@ class Plan:
         `source` step."""
 
         def code(wildcards) -> list[str]:
-            step_module = getattr(dataset(wildcards.download), step).split(":")[0]
+            reference = getattr(dataset(wildcards.download), step) or "bnnrepro.data.__main__:main"  # none: no stand-in
+            step_module = reference.split(":")[0]
             return source_files("bnnrepro.data.__main__", step_module, record=self.record)
 
         return code
@@ -230,6 +231,14 @@ class Plan:
         entry = dataset(getattr(wildcards, "dataset", None) or wildcards.download)
         version = {"package": entry.package_version()} if hasattr(entry, "package_version") else {}
         return json.dumps({**dataclasses.asdict(entry), **version}, sort_keys=True)
+
+    @staticmethod
+    def standin_entry(wildcards) -> str:
+        """What a download's stand-in is made from, as JSON: its standin function, shape and the table's declared
+        task and classes (not its checksums or URL: a new checksum refetches the real files, not the stand-in)."""
+        entry = dataset(wildcards.download)
+        fields = ("standin", "standin_shape", "task", "class_labels")
+        return json.dumps({name: getattr(entry, name) for name in fields}, sort_keys=True)
 
     @staticmethod
     def download_names() -> str:
@@ -322,13 +331,20 @@ class Plan:
         return [layout.study_metrics_file(self.scale(name), name) for name in self.studies]
 
     def own_study_results(self) -> list[str]:
-        """Every file the report shows of each enabled study of your own: its tables and figures (rule own_study)."""
+        """Every file the report shows of each enabled study of your own: its tables and figures per task of its
+        datasets (rule own_study)."""
         return [
             path
             for name in self.own_studies
-            for files in report_files.own_study_files(name).values()
+            for task in self.studies[name].datasets_by_task(self.scale(name))
+            for files in report_files.own_study_files(name, task).values()
             for path in files.values()
         ]
+
+    def own_study_datasets(self, wildcards) -> list[str]:
+        """The datasets of a study of your own of the task of rule own_study's job."""
+        study = self.studies[wildcards.study]
+        return study.datasets_by_task(self.scale(wildcards.study)).get(wildcards.task, [])
 
     # --- artifacts ---
 

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import jsonschema
 
 from bnnrepro import layout, train_configs
-from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file
+from bnnrepro.data.registry import GeneratedDataset, data_path, dataset, prepared_file, registry_file, table_task_error
 from bnnrepro.files import read_yaml
 from bnnrepro.methods import config_method_name
 from bnnrepro.paths import project_root, studies_dir, train_config_dir
 from bnnrepro.pipeline.dag_cache import cached, files_digest
-from bnnrepro.pipeline.method_tasks import method_tasks, methods_taking, why_not
+from bnnrepro.pipeline.method_tasks import method_tasks, methods_taking, table_error, why_not
 from bnnrepro.train_configs import SCALES, compose_config, composed_files, dataset_task
 
 if TYPE_CHECKING:
@@ -125,6 +125,14 @@ class Study:
                 run = Run(self.name, scale, point["method"], point["dataset"], int(seed), hparams)
                 runs.setdefault(run.id, run)
         return list(runs.values())
+
+    def datasets_by_task(self, scale: str) -> dict[str, list[str]]:
+        """{task: the study's datasets at `scale` of that task (config/train/dataset `task`)}, in grid order: the
+        report draws a section per task of a study of your own."""
+        by_task: dict[str, list[str]] = {}
+        for name in dict.fromkeys(run.dataset for run in self.runs(scale)):
+            by_task.setdefault(dataset_task(name) or "regression", []).append(name)
+        return by_task
 
     def scale_grids(self, scale: str) -> dict[str, dict]:
         """The grids at `scale`: each paper grid with the values its `scales` entry replaces."""
@@ -455,16 +463,23 @@ def _is_kind(value: object, types: tuple[type, ...]) -> bool:
 def task_mismatch(study: Study, runs: Iterable[Run], record: Path | None = None) -> str | None:
     """The error naming the study file, the method, the dataset, its task, why the method does not take it (where its
     module says) and the methods that do, when one of `runs` pairs a method with a dataset whose task the method does
-    not take (None when none does); each distinct (method variant, dataset) once."""
+    not take (None when none does); each distinct (method variant, dataset) once. First, a table whose training
+    config and registry entry disagree on its task (`table_task_error`); and a method config paired with a table
+    it does not train on (`method_tasks.table_error`)."""
     pairs = {(run.method, run.dataset): run for run in runs}
     declared = method_tasks(record)
     dataset_tasks = {name: dataset_task(name) for name in {name for _, name in pairs}}
+    if errors := [error for name, task in sorted(dataset_tasks.items()) if (error := table_task_error(name, task))]:
+        return errors[0]
+    path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
     for run in pairs.values():
-        method = config_method_name(study.method_variants[run.method]["method"])
+        config = study.method_variants[run.method]["method"]
+        method = config_method_name(config)
+        if refused := table_error(config, run.dataset):
+            return f"{path}: method {run.method!r}: {refused} (grid {', '.join(_grids_with(study, run))})"
         tasks, task = declared[method], dataset_tasks[run.dataset]
         if task in tasks:
             continue
-        path = (studies_dir() / f"{study.name}.yaml").relative_to(project_root())
         named = f"method {run.method!r}" + (f" (method {method!r})" if method != run.method else "")
         reason = f" ({why})" if (why := why_not(method, task)) else ""
         return (

@@ -174,7 +174,7 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "Average rank of each method over the blocks (a dataset and split) where every method has a result, at the "
         "settings validation chose (1 = best).",
         "",
-        *leaderboard(study_rankings(selected)),
+        *leaderboard(study_rankings(selected, study.benchmark["task"])),
         "",
     ]
     for metric, name in SHOWN_METRICS.items():

@@ -31,9 +31,10 @@ def artifact_checks_file(stem: str = "{stem}") -> str:
     return f"{REPORTS}/checks/{stem}.json"
 
 
-def study_summary_stem(study: str = "{study}") -> str:
-    """The table stem of a study of your own (its test metrics, bnnrepro.report.study_summary)."""
-    return f"study_{study}"
+def study_summary_stem(study: str = "{study}", task: str = "{task}") -> str:
+    """The table stem of a study of your own's datasets of one task (their test metrics,
+    bnnrepro.report.study_summary)."""
+    return f"study_{study}_{task}"
 
 
 OWN_STUDY_OUTPUTS = {"table": ("table", ""), "ranking": ("table", "_ranking"), "metrics_figure": ("figure", "_metrics"),
@@ -44,10 +45,10 @@ benchmark's settings chosen by validation and its published numbers (empty table
 `benchmark:` block)."""
 
 
-def own_study_files(study: str = "{study}") -> dict[str, dict[str, str]]:
-    """{name: {extension: file}} of each of OWN_STUDY_OUTPUTS of a study of your own."""
+def own_study_files(study: str = "{study}", task: str = "{task}") -> dict[str, dict[str, str]]:
+    """{name: {extension: file}} of each of OWN_STUDY_OUTPUTS of a study of your own, for its datasets of `task`."""
     return {
-        name: artifact_files(output, study_summary_stem(study) + suffix)
+        name: artifact_files(output, study_summary_stem(study, task) + suffix)
         for name, (output, suffix) in OWN_STUDY_OUTPUTS.items()
     }
 

@@ -113,9 +113,11 @@ def build_manifest(config: dict) -> dict:
         standin = uses_standin(metrics_file)
         checks = study_run_checks(study, study_scale, metrics_file)
         if study.is_own:
+            sections = [{"task": task, "datasets": names, "files": report_files.own_study_files(name, task)}
+                        for task, names in study.datasets_by_task(study_scale).items()]  # fmt: skip
             own_studies.append(
                 {"study": name, "description": study.description, "scale": study_scale, "standin": standin,
-                 "files": report_files.own_study_files(name)}
+                 "sections": sections}
             )  # fmt: skip
         for artifact_id in study.artifacts:
             reproduced[artifact_id] = (study, study_scale, drawn[artifact_id], standin, checks)

@@ -1,12 +1,13 @@
-"""The report's results of a study of your own (`paper: own`), which no published artifact describes: its table of
+"""The report's results of a study of your own (`paper: own`), which no published artifact describes, for its datasets
+of one task (a study may mix classification and regression sets: the report has a section per task): their table of
 test metrics (`bnnrepro.report.study_summary`), the methods ranked over its datasets and replicates with the
 Friedman and Nemenyi tests (`bnnrepro.report.ranking`), and two figures: each test metric of its task per method with
 its standard error, one panel per dataset, and the critical-difference diagram of each ranked metric. A benchmark
 (its study file's `benchmark:` block) is first reduced to the settings its validation protocol chose, and adds the
 table of those choices and its published numbers beside ours (`bnnrepro.report.benchmark`).
 
-`python -m bnnrepro.report.own_study STUDY_FILE METRICS_CSV --table CSV MD TEX --ranking CSV MD TEX
---metrics-figure PDF PNG --ranking-figure PDF PNG --selection CSV MD TEX --published CSV MD TEX`
+`python -m bnnrepro.report.own_study STUDY_FILE METRICS_CSV --task TASK --datasets NAME... --table CSV MD TEX
+--ranking CSV MD TEX --metrics-figure PDF PNG --ranking-figure PDF PNG --selection CSV MD TEX --published CSV MD TEX`
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ from bnnrepro.artifacts.render import TABLE_COLUMNS, save_figure, save_table, st
 from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.job_process import freeze_imported_objects
 from bnnrepro.report.benchmark import block_keys, published_comparison, published_values, validation_choice
-from bnnrepro.report.ranking import RANKED_METRICS, draw_critical_differences, ranking_table, study_rankings, study_task
+from bnnrepro.report.ranking import RANKED_METRICS, draw_critical_differences, ranking_table, study_rankings
 from bnnrepro.report.study_summary import TEST_PREFIX, row_label, study_summary
 
 
-def metrics_figure(metrics: pd.DataFrame) -> Figure:
-    """Each ranked test metric of the study's task (a row of panels) per dataset (a column): every method's mean
-    over its replicates with the standard error as an error bar, the methods top to bottom in the table's order."""
-    task = study_task(metrics)
-    shown = [m for m in RANKED_METRICS[task] if (metrics["metric"] == TEST_PREFIX + m).any()]
+def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
+    """Each ranked test metric of `task` (a row of panels) per dataset (a column): every method's mean over its
+    replicates with the standard error as an error bar, the methods top to bottom in the table's order."""
+    ranked = RANKED_METRICS.get(task, {})
+    shown = [m for m in ranked if (metrics["metric"] == TEST_PREFIX + m).any()]
     if not shown:
-        return note_figure(f"the runs record none of the {task} metrics {', '.join(RANKED_METRICS[task])}")
+        return note_figure(f"the runs record none of the metrics ranked for {task} ({', '.join(ranked) or 'none'})")
     test = metrics[metrics["metric"].isin([TEST_PREFIX + m for m in shown])].copy()
     test["entrant"] = [row_label(m, h) for m, h in zip(test["method"], test["hparams"], strict=True)]
     cells = (
@@ -54,11 +55,11 @@ def metrics_figure(metrics: pd.DataFrame) -> Figure:
     return fig
 
 
-def task_metrics(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the ranked test metrics of the study's task (RMSE and NLL in the targets' units; accuracy, NLL,
-    ECE), so that its table has a column per dataset and metric a reader compares; all test metrics where the runs
-    record none of them."""
-    order = {TEST_PREFIX + m: i for i, m in enumerate(RANKED_METRICS[study_task(metrics)])}
+def task_metrics(metrics: pd.DataFrame, task: str) -> pd.DataFrame:
+    """The rows of the ranked test metrics of `task` (RMSE and NLL in the targets' units; accuracy, NLL, ECE), so
+    that its table has a column per dataset and metric a reader compares; all test metrics where the runs record
+    none of them."""
+    order = {TEST_PREFIX + m: i for i, m in enumerate(RANKED_METRICS.get(task, {}))}
     ranked = metrics["metric"].isin(order)
     if not ranked.any():
         return metrics
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bnnrepro.report.own_study")
     parser.add_argument("study_file", type=Path, help="config/studies/<study>.yaml")
     parser.add_argument("metrics", type=Path, help="the study's tidy metrics CSV")
+    parser.add_argument("--task", required=True, help="the task of the datasets this part of the study shows")
+    parser.add_argument("--datasets", nargs="+", required=True, help="the study's datasets of that task")
     parser.add_argument("--table", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
     parser.add_argument("--ranking", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
     parser.add_argument("--metrics-figure", nargs=2, type=Path, required=True, metavar=("PDF", "PNG"))
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--published", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
     args = parser.parse_args(argv)
     metrics = pd.read_csv(args.metrics)
+    metrics = metrics[metrics["dataset"].isin(args.datasets)]
     benchmark = read_yaml(args.study_file).get("benchmark")
     selection = published = pd.DataFrame(columns=TABLE_COLUMNS)
     if benchmark is not None:
@@ -102,10 +106,10 @@ def main(argv: list[str] | None = None) -> None:
         published = published_comparison(metrics, published_values(benchmark.get("published", [])))
     save_table(selection, *args.selection)
     save_table(published, *args.published)
-    save_table(study_summary(task_metrics(metrics)), *args.table)
-    rankings = study_rankings(metrics)
+    save_table(study_summary(task_metrics(metrics, args.task)), *args.table)
+    rankings = study_rankings(metrics, args.task)
     save_table(ranking_table(rankings, bool(metrics["standin"].any())), *args.ranking)
-    save_figure(metrics_figure(metrics), *args.metrics_figure)
+    save_figure(metrics_figure(metrics, args.task), *args.metrics_figure)
     save_figure(ranking_figure(rankings), *args.ranking_figure)
 
 

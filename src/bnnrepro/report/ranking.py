@@ -45,11 +45,6 @@ class Ranking:
     nemenyi_p: pd.DataFrame | None
 
 
-def study_task(metrics: pd.DataFrame) -> str:
-    """'classification' when the runs record a test accuracy, else 'regression'."""
-    return "classification" if (metrics["metric"] == f"{TEST_PREFIX}accuracy").any() else "regression"
-
-
 def replicate(seed: object, hparams: str) -> str:
     """The replicate a run is of its dataset: its data split (`split=K` among its hyperparameters) and seed."""
     splits = [pair for pair in str(hparams).split(PAIR_SEPARATOR) if pair.split("=", 1)[0] in REPLICATES]
@@ -88,12 +83,12 @@ def rank_metric(metrics: pd.DataFrame, metric: str, better: str) -> Ranking:
     return Ranking(metric, blocks, average, friedman_p, nemenyi)
 
 
-def study_rankings(metrics: pd.DataFrame) -> list[Ranking]:
-    """The ranking of each metric of the study's task that its runs record."""
+def study_rankings(metrics: pd.DataFrame, task: str) -> list[Ranking]:
+    """The ranking of each metric of `task` (the task of the datasets of `metrics`) that the runs record."""
     recorded = set(metrics["metric"])
     return [
         rank_metric(metrics, metric, better)
-        for metric, better in RANKED_METRICS[study_task(metrics)].items()
+        for metric, better in RANKED_METRICS.get(task, {}).items()
         if TEST_PREFIX + metric in recorded
     ]
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -423,38 +425,41 @@ def render_paper(paper: dict, artifacts: list[dict], root: Path) -> str:
     )
 
 
-def _own_study_file(study: dict, name: str, extension: str, root: Path) -> tuple[Path, str]:
-    """A file of a study of your own (report_files.own_study_files) on disk and as a Typst root-relative path."""
-    relative = study["files"][name][extension]
+def _own_study_file(study: dict, section: dict, name: str, extension: str, root: Path) -> tuple[Path, str]:
+    """A file of one task's section of a study of your own (report_files.own_study_files) on disk and as a Typst
+    root-relative path."""
+    relative = section["files"][name][extension]
     path = root / relative
     if not path.is_file():
-        raise FileNotFoundError(f"study {study['study']}: missing {name} file {path}")
+        raise FileNotFoundError(f"study {study['study']} ({section['task']}): missing {name} file {path}")
     return path, "/" + Path(relative).as_posix()
 
 
 def render_own_studies(studies: list[dict], root: Path) -> str:
-    """A section for the studies of your own, before the papers' artifacts: each with its description, the figure of
-    its test metrics per dataset, its methods' average ranks with the critical-difference diagrams, and its table of
-    test metrics ('' when there are none)."""
+    """A section for the studies of your own, before the papers' artifacts: each with its description and, per task
+    of its datasets (a subheading where it has several), the figure of their test metrics per dataset, the methods'
+    average ranks with the critical-difference diagrams, and the table of test metrics ('' when there are none)."""
     if not studies:
         return ""
     entries = []
     for study in studies:
-        metrics_png, ranking_png = (
-            _own_study_file(study, name, "png", root) for name in ("metrics_figure", "ranking_figure")
-        )
-        # the heading, the description and the first figure on one page: a heading never ends a page alone
-        entries.append(
-            "#block(breakable: false)[\n"
-            f"#heading(level: 2, raw({typst_str(study['study'])}))\n"
-            + (f"#par({typst_str(study['description'])})\n" if study.get("description") else "")
-            + f"#{figure_image(*metrics_png)}\n]\n"
-            + f"#par(text(size: 9pt, {typst_str(_RANKING_NOTE)}))\n"
-            + f"#block({table_from_csv(_own_study_file(study, 'ranking', 'csv', root)[0], published=False)})\n"
-            + f"#{figure_image(*ranking_png)}\n"
-            + _benchmark_tables(study, root)
-            + f"#block({table_from_csv(_own_study_file(study, 'table', 'csv', root)[0], published=False)})\n"
-        )
+        sections = study["sections"]
+        for number, section in enumerate(sections):
+            file = partial(_own_study_file, study, section, root=root)
+            metrics_png, ranking_png = (file(name, "png") for name in ("metrics_figure", "ranking_figure"))
+            heading = f"#heading(level: 2, raw({typst_str(study['study'])}))\n" if number == 0 else ""
+            described = f"#par({typst_str(study['description'])})\n" if number == 0 and study.get("description") else ""
+            task = f"{section['task'].capitalize()}: {', '.join(section['datasets'])}"
+            subheading = f"#heading(level: 3, {typst_str(task)})\n" if len(sections) > 1 else ""
+            # the headings, the description and the first figure on one page: a heading never ends a page alone
+            entries.append(
+                f"#block(breakable: false)[\n{heading}{described}{subheading}#{figure_image(*metrics_png)}\n]\n"
+                + f"#par(text(size: 9pt, {typst_str(_RANKING_NOTE)}))\n"
+                + f"#block({table_from_csv(file('ranking', 'csv')[0], published=False)})\n"
+                + f"#{figure_image(*ranking_png)}\n"
+                + _benchmark_tables(file)
+                + f"#block({table_from_csv(file('table', 'csv')[0], published=False)})\n"
+            )
     intro = (
         "Studies outside the five works (paper: own in their study file): the test metrics at each run's selected "
         "evaluation, mean ± standard error over seeds and data splits (n runs)."
@@ -462,12 +467,12 @@ def render_own_studies(studies: list[dict], root: Path) -> str:
     return '#heading(level: 1, "Studies of your own")\n' + f"#par({typst_str(intro)})\n" + "".join(entries)
 
 
-def _benchmark_tables(study: dict, root: Path) -> str:
+def _benchmark_tables(file: Callable[[str, str], tuple[Path, str]]) -> str:
     """A benchmark's published numbers beside ours and the settings its validation chose ('' for a study without a
-    `benchmark:` block, whose tables are empty)."""
+    `benchmark:` block, whose tables are empty); `file(name, extension)` finds the section's files."""
     parts = []
     for name, note, published in (("published", _PUBLISHED_NOTE, True), ("selection", _SELECTION_NOTE, False)):
-        path = _own_study_file(study, name, "csv", root)[0]
+        path = file(name, "csv")[0]
         if not pd.read_csv(path).empty:
             parts.append(f"#par(text(size: 9pt, {typst_str(note)}))\n#block({table_from_csv(path, published)})\n")
     return "".join(parts)
@@ -530,7 +535,8 @@ def printed_figures(manifest_path: Path) -> list[Path]:
     manifest = json.loads(Path(manifest_path).read_text(encoding="utf-8"))
     root = (Path(manifest_path).parent / manifest["root"]).resolve()
     files = [artifact.get("files", {}) for artifact in manifest.get("artifacts", [])]
-    files += [kinds for study in manifest.get("own_studies", []) for kinds in study["files"].values()]
+    sections = [section for study in manifest.get("own_studies", []) for section in study["sections"]]
+    files += [kinds for section in sections for kinds in section["files"].values()]
     return [root / kinds["png"] for kinds in files if "png" in kinds and (root / kinds["png"]).is_file()]
 
 
