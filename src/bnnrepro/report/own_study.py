@@ -27,8 +27,9 @@ from bnnrepro.report.study_summary import TEST_PREFIX, row_label, study_summary
 
 
 def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
-    """Each ranked test metric of `task` (a row of panels) per dataset (a column): every method's mean over its
-    replicates with the standard error as an error bar, the methods top to bottom in the table's order."""
+    """Each ranked test metric of `task` (a column of panels) per dataset (a row): every method's mean over its
+    replicates with the standard error as an error bar, the methods top to bottom in the table's order (a page is
+    taller than wide: the datasets, of which a study may have many, run down it)."""
     ranked = RANKED_METRICS.get(task, {})
     shown = [m for m in ranked if (metrics["metric"] == TEST_PREFIX + m).any()]
     if not shown:
@@ -39,19 +40,18 @@ def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
         test.groupby(["metric", "dataset", "entrant"], sort=False)["value"].agg(["mean", standard_error]).sort_index()
     )
     datasets, entrants = list(dict.fromkeys(test["dataset"])), list(dict.fromkeys(test["entrant"]))
-    fig = Figure(figsize=(max(3.2 * len(datasets), 5.0), 0.35 * len(entrants) * len(shown) + 1.2 * len(shown)))
-    axes = fig.subplots(len(shown), len(datasets), squeeze=False, sharey=True)
-    for row, metric in enumerate(shown):
-        for column, dataset in enumerate(datasets):
+    fig = Figure(figsize=(2.4 * len(shown) + 1.4, (0.22 * len(entrants) + 0.9) * len(datasets)))
+    axes = fig.subplots(len(datasets), len(shown), squeeze=False, sharey=True)
+    for row, dataset in enumerate(datasets):
+        for column, metric in enumerate(shown):
             ax = axes[row][column]
             values = cells.loc[(TEST_PREFIX + metric, dataset)].reindex(entrants)
-            ax.errorbar(values["mean"], range(len(entrants)), xerr=values["standard_error"], fmt="o", ms=4, capsize=2)
+            ax.errorbar(values["mean"], range(len(entrants)), xerr=values["standard_error"], fmt="o", ms=3, capsize=2)
             ax.set_yticks(range(len(entrants)), entrants, fontsize=8)
-            ax.set_title(dataset, fontsize=9)
-            ax.set_xlabel(f"test {metric}", fontsize=8)
+            ax.set_title(f"{dataset}: test {metric}", fontsize=8)
             ax.tick_params(axis="x", labelsize=7)
     axes[0][0].invert_yaxis()  # once: the panels share their y axis; the first method on top, as in the table
-    fig.tight_layout()
+    fig.set_layout_engine("constrained")
     return fig
 
 
