@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from bnnrepro.data.registry import ClassLabels, Download, dataset
-from bnnrepro.data.table_checks import check_columns, check_header, class_indices, header_names
+from bnnrepro.data.table_checks import TableError, check_columns, check_header, class_indices, header_names
 from bnnrepro.data.tabular import write_table
 
 ROW_NAMES = "Unnamed: 0"
@@ -103,3 +103,20 @@ def check_standin_shape(entry: Download, prepared: tuple[int, ...]) -> None:
         f"prepared data has shape {actual}; set standin_shape: {actual}, so that the offline stand-in has the real "
         "data's shape"
     )
+
+
+def check_local_header(entry: Download, raw: Path) -> None:
+    """The checks of the header of a CSV download whose file is already at hand in `raw` (its fetched folder), run
+    when the workflow builds its DAG, before any job: a repeated name, a `target` the file lacks, or `features` or
+    `drop` naming a column it lacks raise TableError naming the file, the column and the fix."""
+    options = entry.options
+    path = raw / options["file"]
+    if not path.is_file():
+        return
+    header = header_names(path, options.get("delimiter", ","))
+    check_header(path, header, options["target"], entry.name)
+    available = [name for name in header if name not in ("", options["target"])]
+    try:
+        feature_columns(path, available, options.get("features"), options.get("drop"))
+    except ValueError as error:
+        raise TableError(f"dataset {entry.name!r}: {error}; fix `options:` in config/datasets.yaml") from None

@@ -228,6 +228,8 @@ def _registry() -> dict[str, Entry]:
 
 TABLE_LOADER = "bnnrepro.data.tabular:load"
 TABLE_LOADERS = (TABLE_LOADER, "bnnrepro.data.uci:load")
+CSV_PREPARE = "bnnrepro.data.csv_tables:prepare_csv"
+"""The prepare step of a CSV download, whose header the workflow checks before any job where the file is at hand."""
 """The loaders of tables: rows of features and a target (a CSV, a packaged table, the UCI sets)."""
 
 

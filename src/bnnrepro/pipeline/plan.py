@@ -23,9 +23,8 @@ from bnnrepro.artifacts.declarations import ArtifactDeclaration, declarations
 from bnnrepro.artifacts.registry import CATALOG, catalog
 from bnnrepro.data import registry as registry_module
 from bnnrepro.data.registry import (
-    SCHEMA as REGISTRY_SCHEMA,
-)
-from bnnrepro.data.registry import (
+    CSV_PREPARE,
+    Download,
     RegistryError,
     check_real_data,
     check_references,
@@ -35,6 +34,9 @@ from bnnrepro.data.registry import (
     packaged,
     prepared_file,
     registry_file,
+)
+from bnnrepro.data.registry import (
+    SCHEMA as REGISTRY_SCHEMA,
 )
 from bnnrepro.evaluations.declarations import declaration_file, declared_evaluation, extra_data_files
 from bnnrepro.fidelity.kept_files import paper_result_files
@@ -107,8 +109,26 @@ class Plan:
                 )
             except (FileNotFoundError, ValueError) as err:
                 raise PlanError(str(err)) from None
+        plan.check_local_tables()
         plan.artifacts  # noqa: B018 (checks every artifact the studies list)
         return plan
+
+    def check_local_tables(self) -> None:
+        """PlanError where the header of a CSV download a run reads, fetched already, lacks the declared target or
+        feature columns or repeats a name (`csv_tables.check_local_header`): found before any job, not in the first
+        prepare job."""
+        entries = [dataset(name) for name in sorted({run.dataset for _, run in self.runs.values()})]
+        tables = [entry for entry in entries if isinstance(entry, Download) and entry.prepare == CSV_PREPARE]
+        if not tables:
+            return
+        from bnnrepro.data.csv_tables import check_local_header  # pandas: imported only where there is a table
+        from bnnrepro.data.table_checks import TableError
+
+        for entry in tables:
+            try:
+                check_local_header(entry, project_root() / layout.raw_download_folder(entry.name))
+            except TableError as err:
+                raise PlanError(str(err)) from None
 
     # --- studies and runs ---
 
