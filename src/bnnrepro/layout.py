@@ -59,6 +59,12 @@ def prepared_download_file(download: str = "{download}", standin: bool = False) 
     return f"{PREPARED_DATA}/{download}{STANDIN_SUFFIX if standin else ''}.npz"
 
 
+def download_declaration_file(download: str = "{download}") -> str:
+    """A download's registry entry as its prepare job reads it (rule declare_download): rewritten only when the entry
+    changes, so that a new checksum or option prepares again and retrains its runs in the same call."""
+    return f"{PREPARED_DATA}/{download}.declared.json"
+
+
 def generated_data_file(dataset: str = "{dataset}", instance: str = "{instance}") -> str:
     return f"{PREPARED_DATA}/{dataset}/{instance}.npz"
 

@@ -36,14 +36,31 @@ rule fetch:
     params:
         mirror=PLAN.data_mirror(),
         source=PLAN.data_source(),
+        files=PLAN.download_source,
     shell:
         "BNNREPRO_DATA_MIRROR={params.mirror} BNNREPRO_DATA_SOURCE={params.source} "
         "dvc repro --single-item data/dvc.yaml:fetch@{wildcards.download} > {log} 2>&1"
 
 
+# The registry entry of a download, written when it changes: prepare_download's input in place of a params entry, so
+# that a changed checksum, which also fetches again, prepares again and retrains in the same call (the raw folder is
+# `ancient`, a refetch of identical files retrains nothing, and Snakemake does not weigh a job's params while a job
+# it depends on is to run).
+rule declare_download:
+    output:
+        layout.download_declaration_file(),
+    wildcard_constraints:
+        download=PLAN.download_names(),
+    params:
+        entry=PLAN.registry_entry,
+    shell:
+        "printf '%s\\n' {params.entry:q} > {output}"
+
+
 rule prepare_download:
     input:
         raw=ancient(rules.fetch.output.raw),
+        declared=rules.declare_download.output,
         code=PLAN.download_code("prepare"),
     output:
         layout.prepared_download_file(),
@@ -54,8 +71,6 @@ rule prepare_download:
     priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
-    params:
-        entry=PLAN.registry_entry,
     shell:
         "python -m bnnrepro.pipeline.job_server run bnnrepro.data prepare {wildcards.download} {input.raw} {output} > {log} 2>&1"
 

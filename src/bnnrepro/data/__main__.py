@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from bnnrepro.data.fetch import MIRROR_VARIABLE, SOURCE_VARIABLE, DownloadError, fetch
+from bnnrepro.data.fetch import MIRROR_VARIABLE, SOURCE_VARIABLE, DownloadError, changed_files, fetch
 from bnnrepro.data.registry import dataset, generate_instance, resolve, table_target
 from bnnrepro.data.tabular import prepare_packaged
 from bnnrepro.pipeline.job_process import freeze_imported_objects
@@ -51,6 +51,8 @@ def main() -> None:
             sys.exit(f"error: {err}")
     elif args.command == "prepare":
         entry = dataset(args.dataset)
+        if changed := changed_files(entry, args.raw):
+            sys.exit(f"error: dataset {entry.name}: {changed}")
         resolve(entry.prepare)(args.raw, args.out, **entry.options, **table_target(entry))
     elif args.command == "package":
         prepare_packaged(dataset(args.dataset), args.out)

