@@ -205,6 +205,24 @@ def mirror(tmp_path: Path) -> Iterator[tuple[str, Path, http.server.ThreadingHTT
     server.server_close()
 
 
+def csv_download_entry(name: str, target: str, body: bytes) -> str:
+    """The registry entry (YAML, to go under `downloads:`) of a CSV table `name`.csv served by a mirror at `name/`,
+    of `target` and md5 of `body`, read at every scale (`real_data: true`)."""
+    return f"""  {name}:
+    title: {name}
+    url: http://127.0.0.1:9/never/
+    mirror_path: {name}/
+    licence: test
+    format: test
+    prepare: bnnrepro.data.csv_tables:prepare_csv
+    options: {{file: {name}.csv, target: {target}}}
+    loader: bnnrepro.data.tabular:load
+    real_data: true
+    files:
+      - {{name: {name}.csv, md5: {hashlib.md5(body).hexdigest()}}}
+"""
+
+
 def served_download(folder: Path, name: str, files: dict[str, bytes], prepare: str, loader: str) -> dict:
     """Write `files` under folder/<name>/ (the mirror) and return their registry entry."""
     (folder / name).mkdir(parents=True, exist_ok=True)

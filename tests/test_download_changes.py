@@ -15,21 +15,8 @@ from pathlib import Path
 import pytest
 
 from bnnrepro import layout
-from tests.conftest import ROOT, copy_project, run
+from tests.conftest import ROOT, copy_project, csv_download_entry, run
 
-ENTRY = """  homes:
-    title: homes
-    url: http://127.0.0.1:9/never/
-    mirror_path: homes/
-    licence: test
-    format: test
-    prepare: bnnrepro.data.csv_tables:prepare_csv
-    options: {file: homes.csv, target: price}
-    loader: bnnrepro.data.tabular:load
-    real_data: true
-    files:
-      - {name: homes.csv, md5: MD5}
-"""
 STUDY = "paper: own\ngrids:\n  main: {method: [mc_dropout], dataset: [homes], dataset.split: [0], seed: [0]}\n"
 RUN = "results/smoke/homes/runs/mc_dropout/homes/split=0/seed=0/metrics.json"
 CALL = ["snakemake", "--cores", "2", "--config", "studies=[homes]", "scale=smoke"]
@@ -45,7 +32,7 @@ def serve(folder: Path, body: bytes, project: Path) -> None:
     repository's)."""
     (folder / "homes").mkdir(exist_ok=True)
     (folder / "homes/homes.csv").write_bytes(body)
-    entry = ENTRY.replace("MD5", hashlib.md5(body).hexdigest())
+    entry = csv_download_entry("homes", "price", body)
     registry = (ROOT / "config/datasets.yaml").read_text().replace("downloads:\n", "downloads:\n" + entry, 1)
     (project / "config/datasets.yaml").write_text(registry)
 

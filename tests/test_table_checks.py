@@ -123,28 +123,11 @@ def test_a_classification_standin_has_the_declared_classes(tmp_path: Path) -> No
     assert arrays["class_names"].tolist() == ["low", "mid", "high"] and set(arrays["y"].tolist()) == {0, 1, 2}
 
 
-LOCAL_ENTRY = """  homes:
-    title: homes
-    url: http://127.0.0.1:9/never/
-    mirror_path: homes/
-    licence: test
-    format: test
-    prepare: bnnrepro.data.csv_tables:prepare_csv
-    options: {file: homes.csv, target: TARGET}
-    loader: bnnrepro.data.tabular:load
-    real_data: true
-    files:
-      - {name: homes.csv, md5: MD5}
-"""
-
-
 @pytest.mark.slow
 def test_a_misspelt_target_of_a_fetched_csv_stops_the_workflow_before_any_job(tmp_path: Path) -> None:
     """The CSV is at hand (fetched before): its header is checked when the DAG is built, not in the first job."""
-    import hashlib
-
     from bnnrepro import layout
-    from tests.conftest import copy_project, run
+    from tests.conftest import copy_project, csv_download_entry, run
 
     project = copy_project(tmp_path / "project")
     raw = project / layout.raw_download_folder("homes")
@@ -157,7 +140,7 @@ def test_a_misspelt_target_of_a_fetched_csv_stops_the_workflow_before_any_job(tm
     (project / "config/studies/homes.yaml").write_text(study)
     dry_run = ["snakemake", "-n", "--config", "studies=[homes]", "scale=smoke"]
     for target, fails in (("prize", True), ("price", False)):  # the control: the column the file has
-        entry = LOCAL_ENTRY.replace("TARGET", target).replace("MD5", hashlib.md5(CLEAN.encode()).hexdigest())
+        entry = csv_download_entry("homes", target, CLEAN.encode())
         registry_file.write_text(registry.replace("downloads:\n", "downloads:\n" + entry, 1))
         result = run(dry_run, project, check=False)
         assert (result.returncode != 0) == fails, (result.stdout + result.stderr)[-2000:]
