@@ -49,12 +49,16 @@ rule fetch:
 rule declare_download:
     output:
         layout.download_declaration_file(),
+    log:
+        layout.log_file("data", "declare_{download}"),
     wildcard_constraints:
         download=PLAN.download_names(),
+    conda:
+        "../../environment.yml"
     params:
         entry=PLAN.registry_entry,
     shell:
-        "printf '%s\\n' {params.entry:q} > {output}"
+        "printf '%s\\n' {params.entry:q} > {output} 2> {log}"
 
 
 rule prepare_download:
