@@ -1,6 +1,7 @@
-"""The ranking of a study's methods over its datasets and replicates (bnnrepro.report.ranking): ranks per block as
-Demšar (2006) defines them, paired blocks only, the Friedman test that holds on a dominant method and not on methods
-that differ by chance alone (its negative control), and Nemenyi p-values for the critical-difference diagram."""
+"""The ranking of a study's methods over its datasets, or one dataset's replicates (bnnrepro.report.ranking): ranks
+per block as Demšar (2006) defines them, paired blocks only, the Friedman test that holds on a dominant method and not
+on methods that differ by chance alone (its negative control), Nemenyi p-values and the critical difference for the
+critical-difference diagram, and the dataset as the unit (pseudo-replication's negative control)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,44 @@ def test_the_task_chooses_its_ranked_metrics_and_the_table_and_diagram_follow() 
     classification = tidy({"x": [0.9, 0.8, 0.7], "y": [0.5, 0.6, 0.4], "z": [0.1, 0.2, 0.3]}, metric="test_accuracy")
     assert study_rankings(classification, "classification")[0].average_ranks.index[0] == "x"  # higher accuracy first
     assert study_rankings(classification, "regression") == []  # the task, not the metrics recorded, chooses
+
+
+def planted(rng: np.random.Generator, datasets: int = 3, splits: int = 20) -> pd.DataFrame:
+    """Three methods over `datasets` sets of `splits` splits each: `lucky` is far better on the first set only (rank 1
+    on every split of it); elsewhere the three are exchangeable (the same distribution on every split)."""
+    frames = []
+    for index in range(datasets):
+        shift = -3.0 if index == 0 else 0.0
+        values = {"lucky": list(rng.normal(0, 1, splits) + shift), "b": list(rng.normal(0, 1, splits)),
+                  "c": list(rng.normal(0, 1, splits))}  # fmt: skip
+        frames.append(tidy(values, datasets=(f"set{index}",)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_splits_of_one_dataset_do_not_make_a_method_best_overall_as_they_would_as_blocks() -> None:
+    """Pseudo-replication's negative control: a method better on one dataset only. Counting the 20 splits of each of
+    three sets as 60 blocks (the split-level analysis) calls it significantly better than both others; with the
+    dataset as the unit (three blocks, each a dataset's mean over its splits) the Nemenyi test tells it from neither,
+    and the critical difference says why (1.91 ranks with three blocks against 0.43 with sixty)."""
+    metrics = planted(np.random.default_rng(1))
+    by_split = rank_metric(metrics, "rmse_original", "lower", unit="replicate")
+    assert len(by_split.blocks) == 60 and by_split.average_ranks.index[0] == "lucky"
+    assert (by_split.nemenyi_p.loc["lucky", ["b", "c"]] < 0.05).all()  # what pseudo-replication would claim
+    by_dataset = rank_metric(metrics, "rmse_original", "lower")  # the default with several datasets
+    assert by_dataset.unit == "dataset" and list(by_dataset.blocks.index) == ["set0", "set1", "set2"]
+    assert (by_dataset.nemenyi_p.loc["lucky", ["b", "c"]] >= 0.05).all()
+    assert by_dataset.critical_difference() == pytest.approx(2.3437 * np.sqrt(3 * 4 / (6 * 3)), rel=1e-4)
+    assert by_split.critical_difference() == pytest.approx(2.3437 * np.sqrt(3 * 4 / (6 * 60)), rel=1e-4)
+    # the positive control: better on every dataset, with enough datasets, is found at the dataset level too
+    everywhere = pd.concat(
+        [tidy({"best": [0.0], "b": [1.0 + i % 2], "c": [2.0 - i % 2]}, datasets=(f"set{i}",)) for i in range(12)]
+    )
+    assert (rank_metric(everywhere, "rmse_original", "lower").nemenyi_p.loc["best", ["b", "c"]] < 0.05).all()
+
+
+def test_the_critical_difference_is_demsars() -> None:
+    """Demšar (2006) Table 5 (q_0.05 = 2.569 for four methods) and eq. 5, with ten datasets: 1.48 ranks."""
+    rng = np.random.default_rng(2)
+    metrics = pd.concat([tidy({m: list(rng.normal(0, 1, 2)) for m in "wxyz"}, datasets=(f"d{i}",)) for i in range(10)])
+    ranking = rank_metric(metrics, "rmse_original", "lower")
+    assert len(ranking.blocks) == 10 and ranking.critical_difference() == pytest.approx(1.483, abs=1e-3)

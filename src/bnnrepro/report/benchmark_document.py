@@ -81,10 +81,11 @@ def leaderboard(rankings: list[Ranking]) -> list[str]:
             continue
         best = ranking.average_ranks.index[0]
         tied = [m for m in ranking.average_ranks.index[1:] if ranking.nemenyi_p.loc[best, m] >= SIGNIFICANCE]
+        units = "datasets" if ranking.unit == "dataset" else "splits of one dataset"
         lines.append(
-            f"- {name}: Friedman p = {ranking.friedman_p:.2g} over {len(ranking.blocks)} blocks (dataset and split); "
-            f"best average rank {best}; not told apart from it by the Nemenyi test at {SIGNIFICANCE}: "
-            f"{', '.join(tied) or 'none'}."
+            f"- {name}: Friedman p = {ranking.friedman_p:.2g} over {len(ranking.blocks)} {units}; critical difference "
+            f"{ranking.critical_difference():.2f} ranks; best average rank {best}; not told apart from it by the "
+            f"Nemenyi test at {SIGNIFICANCE}: {', '.join(tied) or 'none'}."
         )
     return lines
 
@@ -171,8 +172,10 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "",
         "### Leaderboard",
         "",
-        "Average rank of each method over the blocks (a dataset and split) where every method has a result, at the "
-        "settings validation chose (1 = best).",
+        "Average rank of each method over the datasets (each method's mean over the splits where every method has a "
+        "result), at the settings validation chose (1 = best). The dataset is the unit: its splits overlap and are "
+        "repeated measures of it, not independent data sets (counting them as blocks would shrink the critical "
+        "difference with their number).",
         "",
         *leaderboard(study_rankings(selected, study.benchmark["task"])),
         "",

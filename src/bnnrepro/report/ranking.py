@@ -1,11 +1,17 @@
-"""The methods of a study of your own ranked over its datasets and replicates, as Demšar (2006) compares classifiers
-over data sets: per metric, each block (a dataset and one replicate of it: a seed, or a data split `dataset.split`)
-ranks the methods (1 = best, ties share their mean rank); a method's average rank is the mean over the blocks where
-every method has a result; the Friedman test asks whether the average ranks differ more than chance allows, and the
-Nemenyi post-hoc test which pairs differ (scikit-posthocs), drawn as a critical-difference diagram.
+"""The methods of a study of your own ranked as Demšar (2006) compares classifiers over data sets: per metric, each
+block ranks the methods (1 = best, ties share their mean rank); a method's average rank is the mean over the blocks
+where every method has a result; the Friedman test asks whether the average ranks differ more than chance allows,
+and the Nemenyi post-hoc test which pairs differ (scikit-posthocs), drawn as a critical-difference diagram with the
+critical difference printed.
 
-The metrics ranked are those of the study's task (`RANKED_METRICS`), at each run's selected evaluation on the test
-split; a method variant with several hyperparameter settings is one entrant per setting (`study_summary.row_label`).
+The unit is the dataset (`block_unit`): with two or more datasets a block is a dataset, its value an entrant's mean
+over the replicates (seeds, data splits `dataset.split`) where every entrant has a result; the replicates of one
+dataset are repeated measures of it, not independent data sets, and counting them as blocks would shrink the
+critical difference with the number of splits (pseudo-replication). A study of one dataset ranks over its
+replicates: its tests are about that dataset alone.
+
+The metrics ranked are those of the task (`RANKED_METRICS`), at each run's selected evaluation on the test split; a
+method variant with several hyperparameter settings is one entrant per setting (`study_summary.row_label`).
 """
 
 from __future__ import annotations
@@ -43,6 +49,16 @@ class Ranking:
     average_ranks: pd.Series
     friedman_p: float | None
     nemenyi_p: pd.DataFrame | None
+    unit: str = "dataset"  # what a block is: "dataset", or "replicate" (of a study's one dataset)
+
+    def critical_difference(self) -> float | None:
+        """The Nemenyi critical difference of the average ranks at SIGNIFICANCE (Demšar 2006, eq. 5: q_alpha
+        sqrt(k (k + 1) / (6 N)), q_alpha the studentized range quantile over sqrt 2), None where there is no test."""
+        if self.nemenyi_p is None:
+            return None
+        k, n = self.blocks.shape[1], self.blocks.shape[0]
+        q = stats.studentized_range.ppf(1 - SIGNIFICANCE, k, np.inf) / math.sqrt(2)
+        return float(q * math.sqrt(k * (k + 1) / (6 * n)))
 
 
 def replicate(seed: object, hparams: str) -> str:
@@ -51,28 +67,39 @@ def replicate(seed: object, hparams: str) -> str:
     return PAIR_SEPARATOR.join([*splits, f"seed={seed}"])
 
 
-def metric_blocks(metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The test values of `metric` as [blocks x entrants], a block per (dataset, replicate) where every entrant has a
-    finite value (the comparison is paired: a block missing one entrant is left out)."""
+def block_unit(metrics: pd.DataFrame) -> str:
+    """'dataset' where `metrics` hold two or more datasets, else 'replicate'."""
+    return "dataset" if metrics["dataset"].nunique() >= 2 else "replicate"
+
+
+def metric_blocks(metrics: pd.DataFrame, metric: str, unit: str = "replicate") -> pd.DataFrame:
+    """The test values of `metric` as [blocks x entrants]: a block per (dataset, replicate) where every entrant has a
+    finite value (the comparison is paired: a block missing one entrant is left out); with `unit` 'dataset', the
+    mean of each dataset's such replicates, a block per dataset."""
     rows = metrics[metrics["metric"] == TEST_PREFIX + metric]
     if rows.empty:
         raise ValueError(f"the study's runs record no {TEST_PREFIX}{metric}: it cannot be ranked")
     frame = pd.DataFrame(
         {
-            "block": rows["dataset"]
-            + " "
-            + [replicate(s, h) for s, h in zip(rows["seed"], rows["hparams"], strict=True)],
+            "dataset": rows["dataset"],
+            "replicate": [replicate(s, h) for s, h in zip(rows["seed"], rows["hparams"], strict=True)],
             "entrant": [row_label(m, h) for m, h in zip(rows["method"], rows["hparams"], strict=True)],
             "value": rows["value"].astype(float),
         }
     )
-    table = frame.pivot_table(index="block", columns="entrant", values="value", aggfunc="mean")
-    return table[np.isfinite(table).all(axis=1)]
+    table = frame.pivot_table(index=["dataset", "replicate"], columns="entrant", values="value", aggfunc="mean")
+    table = table[np.isfinite(table).all(axis=1)]
+    if unit == "dataset":
+        return table.groupby(level="dataset", sort=False).mean()
+    table.index = [f"{dataset} {replicate}" for dataset, replicate in table.index]
+    return table
 
 
-def rank_metric(metrics: pd.DataFrame, metric: str, better: str) -> Ranking:
-    """The ranking of every entrant on `metric`, `better` 'lower' or 'higher'."""
-    blocks = metric_blocks(metrics, metric)
+def rank_metric(metrics: pd.DataFrame, metric: str, better: str, unit: str | None = None) -> Ranking:
+    """The ranking of every entrant on `metric`, `better` 'lower' or 'higher', over blocks of `unit` (by default the
+    dataset where there are two or more: `block_unit`)."""
+    unit = unit or block_unit(metrics)
+    blocks = metric_blocks(metrics, metric, unit)
     ranks = (blocks if better == "lower" else -blocks).rank(axis=1, method="average")
     average = ranks.mean().sort_values()
     friedman_p, nemenyi = None, None
@@ -80,7 +107,7 @@ def rank_metric(metrics: pd.DataFrame, metric: str, better: str) -> Ranking:
         friedman_p = float(stats.friedmanchisquare(*(blocks[column] for column in blocks)).pvalue)
         nemenyi = scikit_posthocs.posthoc_nemenyi_friedman(blocks.to_numpy())
         nemenyi.index = nemenyi.columns = blocks.columns
-    return Ranking(metric, blocks, average, friedman_p, nemenyi)
+    return Ranking(metric, blocks, average, friedman_p, nemenyi, unit)
 
 
 def study_rankings(metrics: pd.DataFrame, task: str) -> list[Ranking]:
@@ -111,11 +138,15 @@ def ranking_table(rankings: list[Ranking], standin: bool) -> pd.DataFrame:
 
 
 def ranking_title(ranking: Ranking) -> str:
-    """'nll_original: Friedman p = 0.003 over 10 blocks' (or why there is no test)."""
+    """'nll_original: Friedman p = 0.003 over 5 datasets, critical difference 2.1' (or why there is no test)."""
     blocks = len(ranking.blocks)
+    units = f"{blocks} datasets" if ranking.unit == "dataset" else f"{blocks} replicates of one dataset"
     if ranking.friedman_p is None:
-        return f"{ranking.metric}: {blocks} blocks, {ranking.blocks.shape[1]} methods (no test: it needs 3 and 2)"
-    return f"{ranking.metric}: Friedman p = {ranking.friedman_p:.2g} over {blocks} blocks"
+        return f"{ranking.metric}: {units}, {ranking.blocks.shape[1]} methods (no test: needs 3 and 2)"
+    return (
+        f"{ranking.metric}: Friedman p = {ranking.friedman_p:.2g} over {units}, critical difference "
+        f"{ranking.critical_difference():.2f}"
+    )
 
 
 def draw_critical_differences(rankings: list[Ranking], axes) -> None:
