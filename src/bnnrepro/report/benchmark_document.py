@@ -21,7 +21,8 @@ from bnnrepro.files import read_yaml
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.benchmark import block_keys, published_comparison, published_values, validation_choice
-from bnnrepro.report.ranking import SIGNIFICANCE, Ranking, study_rankings
+from bnnrepro.report.practical_equivalence import DECIDED, ROPES, compare_to_best, verdict
+from bnnrepro.report.ranking import RANKED_METRICS, SIGNIFICANCE, Ranking, study_rankings
 from bnnrepro.report.study_summary import TEST_PREFIX
 
 RESULTS = Path("docs/benchmark")
@@ -87,6 +88,39 @@ def leaderboard(rankings: list[Ranking]) -> list[str]:
             f"{ranking.critical_difference():.2f} ranks; best average rank {best}; not told apart from it by the "
             f"Nemenyi test at {SIGNIFICANCE}: {', '.join(tied) or 'none'}."
         )
+    return lines
+
+
+def equivalence_section(selected: pd.DataFrame, task: str) -> list[str]:
+    """Per ranked metric of `task`: the best method over the datasets and, for each other, the Bayesian signed-rank
+    test's probabilities that it is worse than the best beyond the ROPE, within it, or better
+    (`bnnrepro.report.practical_equivalence`), and the methods each answer decides for."""
+    lines = [
+        "Each method against the best (by average rank) on the datasets' means: the Bayesian signed-rank test "
+        "(Benavoli et al. 2017, baycomp), P(worse than the best by more than the region of practical equivalence), "
+        f"P(within it), P(better); decided at {DECIDED}. ROPE: "
+        + "; ".join(
+            f"{SHOWN_METRICS.get(m, m)} {rope:g}{' of the best' if kind == 'relative' else ''}"
+            for m, (kind, rope) in ROPES.items()
+            if m in RANKED_METRICS[task]
+        )  # fmt: skip
+        + ". Not the hierarchical test of Corani et al. (2017), which needs a Stan backend: with few datasets every "
+        "dataset weighs alike and the noise of each mean is not modelled.",
+        "",
+    ]
+    for metric in RANKED_METRICS[task]:
+        if not (selected["metric"] == TEST_PREFIX + metric).any():
+            continue
+        best, comparisons = compare_to_best(selected, metric)
+        name = SHOWN_METRICS.get(metric, metric)
+        lines += [f"**{name}**: best average rank {best}.", "", "| method | P(worse) | P(equivalent) | P(better) |",
+                  "|---|---|---|---|"]  # fmt: skip
+        lines += [f"| {c.method} | {c.worse:.2f} | {c.equivalent:.2f} | {c.better:.2f} |" for c in comparisons]
+        decided = {answer: [c.method for c in comparisons if verdict(c) == answer]
+                   for answer in ("equivalent or better", "worse", "undecided")}  # fmt: skip
+        shown = {answer: ", ".join(methods) or "none" for answer, methods in decided.items()}
+        lines += ["", f"Equivalent to {best} or better: {shown['equivalent or better']}; worse: {shown['worse']}; "
+                  f"undecided: {shown['undecided']}.", ""]  # fmt: skip
     return lines
 
 
@@ -179,6 +213,9 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "",
         *leaderboard(study_rankings(selected, study.benchmark["task"])),
         "",
+        "### Practically equivalent to the best?",
+        "",
+        *equivalence_section(selected, study.benchmark["task"]),
     ]
     for metric, name in SHOWN_METRICS.items():
         lines += [

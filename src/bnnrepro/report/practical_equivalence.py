@@ -1,0 +1,84 @@
+"""Which methods are practically equivalent to the best, with the dataset as the unit: the Bayesian signed-rank test
+of Benavoli et al. (2017, JMLR 18(77) §5) on each method's per-dataset means against the best method's (baycomp's
+`SignedRankTest`), with a region of practical equivalence (ROPE) per metric (`ROPES`). It answers "with what
+probability is this method worse than the best by more than the ROPE, within it, or better", where the Friedman and
+Nemenyi tests only say which average ranks differ.
+
+This is not the hierarchical test of Corani et al. (2017), which models the splits within each dataset and needs
+baycomp's Stan backend (pystan, not installed here); on the dataset means it weighs every dataset alike and ignores
+how noisy each mean is, which only a hierarchical model can weigh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from baycomp import SignedRankTest
+
+from bnnrepro.report.ranking import RANKED_METRICS, rank_metric
+
+ROPES = {
+    "rmse_original": ("relative", 0.01),
+    "nll_original": ("absolute", 0.01),
+    "accuracy": ("absolute", 0.005),
+    "nll": ("absolute", 0.01),
+    "ece": ("absolute", 0.005),
+}
+"""metric: (how a difference is measured, the ROPE). RMSE in the data's units differs in scale between datasets:
+relative to the best's, 1% of it; an NLL per datum in nats, 0.01; accuracy and ECE, half a percentage point."""
+RANKED_METRICS_DIRECTION = {metric: better for task in RANKED_METRICS.values() for metric, better in task.items()}
+"""metric: 'lower' or 'higher', whichever is better."""
+DECIDED = 0.95
+"""The posterior probability at which the test's answer counts as decided."""
+SAMPLES, SEED = 50_000, 0
+"""Posterior draws of the Dirichlet process (baycomp's default count) and their seed, for a document that does not
+change between regenerations."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One method against the best on a metric: P(worse than the best by more than the ROPE), P(within it),
+    P(better), over `datasets` datasets."""
+
+    method: str
+    worse: float
+    equivalent: float
+    better: float
+    datasets: int
+
+
+def excess(blocks: pd.DataFrame, best: str, metric: str, higher_is_better: bool) -> pd.DataFrame:
+    """Each method's per-dataset shortfall against `best` ([datasets x methods], positive = worse), measured as the
+    metric's ROPE is (`ROPES`)."""
+    kind, _ = ROPES[metric]
+    shortfall = blocks.rsub(blocks[best], axis=0) if higher_is_better else blocks.sub(blocks[best], axis=0)
+    return shortfall.div(blocks[best].abs(), axis=0) if kind == "relative" else shortfall
+
+
+def compare_to_best(metrics: pd.DataFrame, metric: str) -> tuple[str, list[Comparison]]:
+    """The best method on `metric` (the best average rank over the datasets, as the leaderboard's) and each other
+    method's comparison with it, most likely equivalent first."""
+    higher = RANKED_METRICS_DIRECTION[metric] == "higher"
+    ranking = rank_metric(metrics, metric, RANKED_METRICS_DIRECTION[metric], unit="dataset")
+    best = str(ranking.average_ranks.index[0])
+    shortfall = excess(ranking.blocks, best, metric, higher)
+    comparisons = []
+    for method in [m for m in ranking.blocks.columns if m != best]:
+        # baycomp's (left, rope, right) for y - x: here the shortfall, so right is "worse than the best"
+        better, equivalent, worse = SignedRankTest.probs(
+            np.zeros(len(shortfall)), shortfall[method].to_numpy(), rope=ROPES[metric][1], nsamples=SAMPLES,
+            random_state=SEED,
+        )  # fmt: skip
+        comparisons.append(Comparison(method, float(worse), float(equivalent), float(better), len(shortfall)))
+    return best, sorted(comparisons, key=lambda c: (-(c.equivalent + c.better), c.method))
+
+
+def verdict(comparison: Comparison) -> str:
+    """'equivalent or better', 'worse' (each with probability at least DECIDED) or 'undecided'."""
+    if comparison.equivalent + comparison.better >= DECIDED:
+        return "equivalent or better"
+    if comparison.worse >= DECIDED:
+        return "worse"
+    return "undecided"

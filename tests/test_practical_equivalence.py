@@ -1,0 +1,45 @@
+"""Which methods are practically equivalent to the best (bnnrepro.report.practical_equivalence): the Bayesian
+signed-rank test on per-dataset means, decided at 0.95 within a ROPE; a method worse on every dataset is worse, an
+identical one is equivalent (the control), and one worse on a single dataset of ten is not called worse: one
+dataset does not decide."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bnnrepro.report.practical_equivalence import compare_to_best, excess, verdict
+
+
+def means(values: dict[str, list[float]]) -> pd.DataFrame:
+    """A tidy metrics frame with one split per dataset: each method's test RMSE on datasets d0, d1, ..."""
+    rows = [
+        {"method": m, "hparams": "split=0", "seed": 0, "dataset": f"d{i}", "metric": "test_rmse_original", "value": v}
+        for m, series in values.items()
+        for i, v in enumerate(series)
+    ]
+    return pd.DataFrame(rows).assign(standin=False)
+
+
+BASE = list(np.linspace(0.5, 5.0, 10))  # RMSEs of different scales: the ROPE is relative (1% of the best's)
+
+
+def test_worse_everywhere_is_worse_identical_is_equivalent_and_one_dataset_does_not_decide() -> None:
+    best, comparisons = compare_to_best(
+        means(
+            {"best": BASE, "twin": BASE, "worse": [v * 1.05 for v in BASE], "unlucky": [BASE[0] * 1.5, *BASE[1:]]}
+        ),  # fmt: skip
+        "rmse_original",
+    )
+    found = {c.method: c for c in comparisons}
+    assert verdict(found["worse"]) == "worse" and found["worse"].worse > 0.99
+    assert verdict(found["twin"]) == "equivalent or better" and found["twin"].equivalent > 0.95
+    assert verdict(found["unlucky"]) != "worse"  # worse on d0 alone: not decided by one dataset of ten
+    assert found["worse"].datasets == 10
+
+
+def test_the_shortfall_is_relative_for_rmse_and_signed_by_direction() -> None:
+    blocks = pd.DataFrame({"a": [1.0, 10.0], "b": [1.1, 11.0]})
+    assert np.allclose(excess(blocks, "a", "rmse_original", higher_is_better=False)["b"], [0.1, 0.1])
+    accuracy = pd.DataFrame({"a": [0.9, 0.8], "b": [0.85, 0.8]})
+    assert np.allclose(excess(accuracy, "a", "accuracy", higher_is_better=True)["b"], [0.05, 0.0])
