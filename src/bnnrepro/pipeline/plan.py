@@ -10,7 +10,6 @@ be built and tested here without Snakemake.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 from collections.abc import Callable, Mapping
@@ -30,8 +29,6 @@ from bnnrepro.data.registry import (
     check_references,
     data_path,
     dataset,
-    downloads,
-    packaged,
     prepared_file,
     registry_file,
 )
@@ -45,6 +42,7 @@ from bnnrepro.paths import project_root, studies_dir
 from bnnrepro.pipeline import training_inputs
 from bnnrepro.pipeline.config_keys import DuplicateKeyError, check_unique_keys, workflow_config_files
 from bnnrepro.pipeline.dag_cache import cached, files_digest
+from bnnrepro.pipeline.data_jobs import DataJobInputs
 from bnnrepro.pipeline.input_lists import input_list_name
 from bnnrepro.pipeline.result_checks import verify_files
 from bnnrepro.pipeline.sources import project_paths, source_files
@@ -59,7 +57,7 @@ from bnnrepro.pipeline.studies import (
     load_study,
 )
 from bnnrepro.report import files as report_files
-from bnnrepro.train_configs import SCALES, check_protocol_files, composed_files
+from bnnrepro.train_configs import SCALES, check_protocol_files
 
 DATA_SOURCES = sorted(Path(registry_module.__file__).parent.rglob("*.py"))
 """The data package's sources, where config/datasets.yaml's function references resolve."""
@@ -74,7 +72,7 @@ class PlanError(ValueError):
 
 
 @dataclass
-class Plan:
+class Plan(DataJobInputs):
     """The DAG of one workflow configuration (config/config.yaml with its command-line overrides)."""
 
     config: Mapping
@@ -219,70 +217,6 @@ class Plan:
                 data_path(name, {}, 0) if generated else prepared_file(name, self.config["scale"], self.real_data)
             )
         return files
-
-    def data_code(self, wildcards) -> list[str]:
-        """Source files of a generated dataset's job."""
-        generator_module = dataset(wildcards.dataset).generator.split(":")[0]
-        return source_files("bnnrepro.data.__main__", generator_module, record=self.record)
-
-    def download_code(self, step: str):
-        """The input function of the source files of a download's or packaged dataset's `prepare`, `standin` or
-        `source` step."""
-
-        def code(wildcards) -> list[str]:
-            reference = getattr(dataset(wildcards.download), step) or "bnnrepro.data.__main__:main"  # none: no stand-in
-            step_module = reference.split(":")[0]
-            return source_files("bnnrepro.data.__main__", step_module, record=self.record)
-
-        return code
-
-    @staticmethod
-    def data_configs(wildcards) -> list[str]:
-        """The Hydra dataset option (and the files it extends) whose values a generated instance takes by default,
-        if the dataset has one (a dataset no training run reads, e.g. Lorenz before its study, may have none)."""
-        if not (project_root() / "config/train/dataset" / f"{wildcards.dataset}.yaml").is_file():
-            return []
-        return composed_files([f"dataset={wildcards.dataset}"], groups=("dataset",))
-
-    @staticmethod
-    def registry_entry(wildcards) -> str:
-        """A dataset's registry entry as JSON (and, for a packaged dataset, the version of the package that ships
-        it): a changed entry (generator, source, options) or package remakes its data."""
-        entry = dataset(getattr(wildcards, "dataset", None) or wildcards.download)
-        version = {"package": entry.package_version()} if hasattr(entry, "package_version") else {}
-        return json.dumps({**dataclasses.asdict(entry), **version}, sort_keys=True)
-
-    @staticmethod
-    def download_source(wildcards) -> str:
-        """Where a download's files come from and what they must be, as JSON (its URL, mirror path and each file's
-        name, md5 and size): a changed checksum or source fetches again, and so prepares again, in the same call."""
-        entry = dataset(wildcards.download)
-        files = [dataclasses.asdict(file) for file in entry.files]
-        return json.dumps({"url": entry.url, "mirror_path": entry.mirror_path, "files": files}, sort_keys=True)
-
-    @staticmethod
-    def standin_entry(wildcards) -> str:
-        """What a download's stand-in is made from, as JSON: its standin function, shape and the table's declared
-        task and classes (not its checksums or URL: a new checksum refetches the real files, not the stand-in)."""
-        entry = dataset(wildcards.download)
-        fields = ("standin", "standin_shape", "task", "class_labels")
-        return json.dumps({name: getattr(entry, name) for name in fields}, sort_keys=True)
-
-    @staticmethod
-    def download_names() -> str:
-        return "|".join(entry.name for entry in downloads())
-
-    @staticmethod
-    def packaged_names() -> str:
-        return "|".join(entry.name for entry in packaged()) or "^$"
-
-    def data_mirror(self) -> str:
-        """The mirror base URL for downloads ('' for the canonical URLs), shell-quoted."""
-        return shlex.quote(self.config.get("data_mirror") or "")
-
-    def data_source(self) -> str:
-        """Where downloads come from (bnnrepro.data.fetch.SOURCES), shell-quoted."""
-        return shlex.quote(self.config.get("data_source") or "auto")
 
     # --- training and evaluation jobs ---
 
