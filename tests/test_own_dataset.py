@@ -124,6 +124,9 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     for table in ("selection", "published"):  # a study without a benchmark: block has neither
         assert pd.read_csv(tmp_path / files[table]["csv"]).empty
     assert "Published numbers of the methods" not in source and "Settings chosen" not in source
+    equivalence = pd.read_csv(tmp_path / files["equivalence"]["csv"]).set_index(["row", "column"])
+    assert equivalence.loc[("gp", "rmse_original P(equivalent or better)"), "ours"] == 1.0  # the best, the reference
+    assert (equivalence["n_runs"] == 2).all() and "Bayesian signed-rank test" in source  # two datasets
     table = pd.read_csv(tmp_path / files["table"]["csv"])
     assert set(table["column"].str.split(" ").str[1]) == {"rmse_original", "nll_original"}  # not test_rmse
     assert render_own_studies([], tmp_path) == ""

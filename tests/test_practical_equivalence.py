@@ -43,3 +43,14 @@ def test_the_shortfall_is_relative_for_rmse_and_signed_by_direction() -> None:
     assert np.allclose(excess(blocks, "a", "rmse_original", higher_is_better=False)["b"], [0.1, 0.1])
     accuracy = pd.DataFrame({"a": [0.9, 0.8], "b": [0.85, 0.8]})
     assert np.allclose(excess(accuracy, "a", "accuracy", higher_is_better=True)["b"], [0.05, 0.0])
+
+
+def test_the_reports_table_has_the_best_as_reference_and_is_empty_for_one_dataset() -> None:
+    from bnnrepro.report.practical_equivalence import equivalence_table
+
+    table = equivalence_table(means({"best": BASE, "worse": [v * 1.05 for v in BASE]}), "regression", standin=False)
+    cells = table.set_index(["row", "column"])["ours"]
+    assert cells[("best", "rmse_original P(equivalent or better)")] == 1.0
+    assert cells[("worse", "rmse_original P(worse)")] > 0.99 and (table["n_runs"] == 10).all()
+    one = means({"best": BASE[:1], "worse": BASE[:1]})
+    assert equivalence_table(one, "regression", standin=False).empty  # one dataset decides nothing about data sets

@@ -50,4 +50,5 @@ rule own_study:
         "--metrics-figure {output.metrics_figure_pdf} {output.metrics_figure_png} "
         "--ranking-figure {output.ranking_figure_pdf} {output.ranking_figure_png} "
         "--selection {output.selection_csv} {output.selection_md} {output.selection_tex} "
-        "--published {output.published_csv} {output.published_md} {output.published_tex} > {log} 2>&1"
+        "--published {output.published_csv} {output.published_md} {output.published_tex} "
+        "--equivalence {output.equivalence_csv} {output.equivalence_md} {output.equivalence_tex} > {log} 2>&1"

@@ -39,10 +39,10 @@ def study_summary_stem(study: str = "{study}", task: str = "{task}") -> str:
 
 OWN_STUDY_OUTPUTS = {"table": ("table", ""), "ranking": ("table", "_ranking"), "metrics_figure": ("figure", "_metrics"),
                      "ranking_figure": ("figure", "_ranking"), "selection": ("table", "_selection"),
-                     "published": ("table", "_published")}  # fmt: skip
+                     "published": ("table", "_published"), "equivalence": ("table", "_equivalence")}  # fmt: skip
 """What the report shows of a study of your own (bnnrepro.report.own_study): {name: (output kind, stem suffix)}; a
 benchmark's settings chosen by validation and its published numbers (empty tables for a study without a
-`benchmark:` block)."""
+`benchmark:` block); each method against the best over the datasets (empty with one dataset)."""
 
 
 def own_study_files(study: str = "{study}", task: str = "{task}") -> dict[str, dict[str, str]]:

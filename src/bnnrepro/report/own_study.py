@@ -7,7 +7,8 @@ its standard error, one panel per dataset, and the critical-difference diagram o
 table of those choices and its published numbers beside ours (`bnnrepro.report.benchmark`).
 
 `python -m bnnrepro.report.own_study STUDY_FILE METRICS_CSV --task TASK --datasets NAME... --table CSV MD TEX
---ranking CSV MD TEX --metrics-figure PDF PNG --ranking-figure PDF PNG --selection CSV MD TEX --published CSV MD TEX`
+--ranking CSV MD TEX --metrics-figure PDF PNG --ranking-figure PDF PNG --selection CSV MD TEX --published CSV MD TEX
+--equivalence CSV MD TEX`
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from bnnrepro.artifacts.render import TABLE_COLUMNS, save_figure, save_table, st
 from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.job_process import freeze_imported_objects
 from bnnrepro.report.benchmark import block_keys, published_comparison, published_values, validation_choice
+from bnnrepro.report.practical_equivalence import equivalence_table
 from bnnrepro.report.ranking import RANKED_METRICS, draw_critical_differences, ranking_table, study_rankings
 from bnnrepro.report.study_summary import TEST_PREFIX, row_label, study_summary
 
@@ -96,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ranking-figure", nargs=2, type=Path, required=True, metavar=("PDF", "PNG"))
     parser.add_argument("--selection", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
     parser.add_argument("--published", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
+    parser.add_argument("--equivalence", nargs=3, type=Path, required=True, metavar=("CSV", "MD", "TEX"))
     args = parser.parse_args(argv)
     metrics = pd.read_csv(args.metrics)
     metrics = metrics[metrics["dataset"].isin(args.datasets)]
@@ -109,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     save_table(study_summary(task_metrics(metrics, args.task)), *args.table)
     rankings = study_rankings(metrics, args.task)
     save_table(ranking_table(rankings, bool(metrics["standin"].any())), *args.ranking)
+    save_table(equivalence_table(metrics, args.task, bool(metrics["standin"].any())), *args.equivalence)
     save_figure(metrics_figure(metrics, args.task), *args.metrics_figure)
     save_figure(ranking_figure(rankings), *args.ranking_figure)
 

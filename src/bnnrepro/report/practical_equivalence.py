@@ -11,13 +11,16 @@ how noisy each mean is, which only a hierarchical model can weigh.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from baycomp import SignedRankTest
 
+from bnnrepro.artifacts.render import TABLE_COLUMNS
 from bnnrepro.report.ranking import RANKED_METRICS, rank_metric
+from bnnrepro.report.study_summary import TEST_PREFIX
 
 ROPES = {
     "rmse_original": ("relative", 0.01),
@@ -82,3 +85,25 @@ def verdict(comparison: Comparison) -> str:
     if comparison.worse >= DECIDED:
         return "worse"
     return "undecided"
+
+
+def equivalence_table(metrics: pd.DataFrame, task: str, standin: bool) -> pd.DataFrame:
+    """The comparisons of every ranked metric of `task` in the layout of the report's tables: a row per method, per
+    metric the columns 'P(equivalent or better)' and 'P(worse)' against that metric's best (the best itself: 1 and
+    0), n = the datasets; empty where there are fewer than two datasets (one dataset decides nothing about data
+    sets)."""
+    if metrics["dataset"].nunique() < 2:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    rows = []
+    for metric in RANKED_METRICS.get(task, {}):
+        if not (metrics["metric"] == TEST_PREFIX + metric).any():
+            continue
+        best, comparisons = compare_to_best(metrics, metric)
+        if not comparisons:
+            continue
+        cell = {"ours_error": math.nan, "standin": standin, "n_runs": comparisons[0].datasets}
+        reference = Comparison(best, worse=0.0, equivalent=1.0, better=0.0, datasets=comparisons[0].datasets)
+        for c in [reference, *comparisons]:
+            for column, value in (("P(equivalent or better)", c.equivalent + c.better), ("P(worse)", c.worse)):
+                rows.append({**cell, "row": c.method, "column": f"{metric} {column}", "ours": value})
+    return pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
