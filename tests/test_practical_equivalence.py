@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bnnrepro.report.practical_equivalence import compare_to_best, excess, verdict
+from bnnrepro.report.practical_equivalence import compare_to_best, equivalence_table, excess, verdict
+from bnnrepro.report.ranking import rank_metric, study_rankings
 
 
 def means(values: dict[str, list[float]]) -> pd.DataFrame:
@@ -25,12 +26,9 @@ BASE = list(np.linspace(0.5, 5.0, 10))  # RMSEs of different scales: the ROPE is
 
 
 def test_worse_everywhere_is_worse_identical_is_equivalent_and_one_dataset_does_not_decide() -> None:
-    best, comparisons = compare_to_best(
-        means(
-            {"best": BASE, "twin": BASE, "worse": [v * 1.05 for v in BASE], "unlucky": [BASE[0] * 1.5, *BASE[1:]]}
-        ),  # fmt: skip
-        "rmse_original",
-    )
+    unlucky = [BASE[0] * 1.5, *BASE[1:]]  # worse on d0 only
+    metrics = means({"best": BASE, "twin": BASE, "worse": [v * 1.05 for v in BASE], "unlucky": unlucky})
+    best, comparisons = compare_to_best(rank_metric(metrics, "rmse_original", "lower"))
     found = {c.method: c for c in comparisons}
     assert verdict(found["worse"]) == "worse" and found["worse"].worse > 0.99
     assert verdict(found["twin"]) == "equivalent or better" and found["twin"].equivalent > 0.95
@@ -46,11 +44,12 @@ def test_the_shortfall_is_relative_for_rmse_and_signed_by_direction() -> None:
 
 
 def test_the_reports_table_has_the_best_as_reference_and_is_empty_for_one_dataset() -> None:
-    from bnnrepro.report.practical_equivalence import equivalence_table
-
-    table = equivalence_table(means({"best": BASE, "worse": [v * 1.05 for v in BASE]}), "regression", standin=False)
+    metrics = means({"best": BASE, "worse": [v * 1.05 for v in BASE]})
+    table = equivalence_table(study_rankings(metrics, "regression"), standin=False)
     cells = table.set_index(["row", "column"])["ours"]
     assert cells[("best", "rmse_original P(equivalent or better)")] == 1.0
     assert cells[("worse", "rmse_original P(worse)")] > 0.99 and (table["n_runs"] == 10).all()
     one = means({"best": BASE[:1], "worse": BASE[:1]})
-    assert equivalence_table(one, "regression", standin=False).empty  # one dataset decides nothing about data sets
+    assert equivalence_table(
+        study_rankings(one, "regression"), standin=False
+    ).empty  # one dataset decides nothing about data sets

@@ -91,10 +91,10 @@ def leaderboard(rankings: list[Ranking]) -> list[str]:
     return lines
 
 
-def equivalence_section(selected: pd.DataFrame, task: str) -> list[str]:
-    """Per ranked metric of `task`: the best method over the datasets and, for each other, the Bayesian signed-rank
-    test's probabilities that it is worse than the best beyond the ROPE, within it, or better
-    (`bnnrepro.report.practical_equivalence`), and the methods each answer decides for."""
+def equivalence_section(rankings: list[Ranking], task: str) -> list[str]:
+    """Per ranking over datasets: its best method and, for each other, the Bayesian signed-rank test's probabilities
+    that it is worse than the best beyond the ROPE, within it, or better (`bnnrepro.report.practical_equivalence`),
+    and the methods each answer decides for."""
     lines = [
         "Each method against the best (by average rank) on the datasets' means: the Bayesian signed-rank test "
         "(Benavoli et al. 2017, baycomp), P(worse than the best by more than the region of practical equivalence), "
@@ -108,11 +108,9 @@ def equivalence_section(selected: pd.DataFrame, task: str) -> list[str]:
         "dataset weighs alike and the noise of each mean is not modelled.",
         "",
     ]
-    for metric in RANKED_METRICS[task]:
-        if not (selected["metric"] == TEST_PREFIX + metric).any():
-            continue
-        best, comparisons = compare_to_best(selected, metric)
-        name = SHOWN_METRICS.get(metric, metric)
+    for ranking in (r for r in rankings if r.unit == "dataset"):
+        best, comparisons = compare_to_best(ranking)
+        name = SHOWN_METRICS.get(ranking.metric, ranking.metric)
         lines += [f"**{name}**: best average rank {best}.", "", "| method | P(worse) | P(equivalent) | P(better) |",
                   "|---|---|---|---|"]  # fmt: skip
         lines += [f"| {c.method} | {c.worse:.2f} | {c.equivalent:.2f} | {c.better:.2f} |" for c in comparisons]
@@ -188,6 +186,7 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
     study = load_study(provenance["study"])
     selected, choices = validation_choice(tidy, study.benchmark["select_by"], block_keys(study.benchmark))
     compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
+    rankings = study_rankings(selected, study.benchmark["task"])
     wall = provenance.get("wall_seconds")
     lines = [
         f"## {provenance['study']} at `{provenance['scale']}`",
@@ -211,11 +210,11 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "repeated measures of it, not independent data sets (counting them as blocks would shrink the critical "
         "difference with their number).",
         "",
-        *leaderboard(study_rankings(selected, study.benchmark["task"])),
+        *leaderboard(rankings),
         "",
         "### Practically equivalent to the best?",
         "",
-        *equivalence_section(selected, study.benchmark["task"]),
+        *equivalence_section(rankings, study.benchmark["task"]),
     ]
     for metric, name in SHOWN_METRICS.items():
         lines += [

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     save_table(study_summary(task_metrics(metrics, args.task)), *args.table)
     rankings = study_rankings(metrics, args.task)
     save_table(ranking_table(rankings, bool(metrics["standin"].any())), *args.ranking)
-    save_table(equivalence_table(metrics, args.task, bool(metrics["standin"].any())), *args.equivalence)
+    save_table(equivalence_table(rankings, bool(metrics["standin"].any())), *args.equivalence)
     save_figure(metrics_figure(metrics, args.task), *args.metrics_figure)
     save_figure(ranking_figure(rankings), *args.ranking_figure)
 

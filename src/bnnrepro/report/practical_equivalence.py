@@ -19,8 +19,7 @@ import pandas as pd
 from baycomp import SignedRankTest
 
 from bnnrepro.artifacts.render import TABLE_COLUMNS
-from bnnrepro.report.ranking import RANKED_METRICS, rank_metric
-from bnnrepro.report.study_summary import TEST_PREFIX
+from bnnrepro.report.ranking import RANKED_METRICS, Ranking
 
 ROPES = {
     "rmse_original": ("relative", 0.01),
@@ -60,18 +59,18 @@ def excess(blocks: pd.DataFrame, best: str, metric: str, higher_is_better: bool)
     return shortfall.div(blocks[best].abs(), axis=0) if kind == "relative" else shortfall
 
 
-def compare_to_best(metrics: pd.DataFrame, metric: str) -> tuple[str, list[Comparison]]:
-    """The best method on `metric` (the best average rank over the datasets, as the leaderboard's) and each other
-    method's comparison with it, most likely equivalent first."""
-    higher = RANKED_METRICS_DIRECTION[metric] == "higher"
-    ranking = rank_metric(metrics, metric, RANKED_METRICS_DIRECTION[metric], unit="dataset")
+def compare_to_best(ranking: Ranking) -> tuple[str, list[Comparison]]:
+    """The best method of a ranking over datasets (its best average rank, as the leaderboard's) and each other
+    method's comparison with it on the ranking's per-dataset values, most likely equivalent first."""
+    if ranking.unit != "dataset":
+        raise ValueError(f"{ranking.metric}: the test compares per-dataset means; this ranking is over {ranking.unit}s")
     best = str(ranking.average_ranks.index[0])
-    shortfall = excess(ranking.blocks, best, metric, higher)
+    shortfall = excess(ranking.blocks, best, ranking.metric, RANKED_METRICS_DIRECTION[ranking.metric] == "higher")
     comparisons = []
     for method in [m for m in ranking.blocks.columns if m != best]:
         # baycomp's (left, rope, right) for y - x: here the shortfall, so right is "worse than the best"
         better, equivalent, worse = SignedRankTest.probs(
-            np.zeros(len(shortfall)), shortfall[method].to_numpy(), rope=ROPES[metric][1], nsamples=SAMPLES,
+            np.zeros(len(shortfall)), shortfall[method].to_numpy(), rope=ROPES[ranking.metric][1], nsamples=SAMPLES,
             random_state=SEED,
         )  # fmt: skip
         comparisons.append(Comparison(method, float(worse), float(equivalent), float(better), len(shortfall)))
@@ -87,23 +86,19 @@ def verdict(comparison: Comparison) -> str:
     return "undecided"
 
 
-def equivalence_table(metrics: pd.DataFrame, task: str, standin: bool) -> pd.DataFrame:
-    """The comparisons of every ranked metric of `task` in the layout of the report's tables: a row per method, per
+def equivalence_table(rankings: list[Ranking], standin: bool) -> pd.DataFrame:
+    """The comparisons of each ranking over datasets in the layout of the report's tables: a row per method, per
     metric the columns 'P(equivalent or better)' and 'P(worse)' against that metric's best (the best itself: 1 and
-    0), n = the datasets; empty where there are fewer than two datasets (one dataset decides nothing about data
-    sets)."""
-    if metrics["dataset"].nunique() < 2:
-        return pd.DataFrame(columns=TABLE_COLUMNS)
+    0), n = the datasets; empty where the rankings are over one dataset's replicates (one dataset decides nothing
+    about data sets)."""
     rows = []
-    for metric in RANKED_METRICS.get(task, {}):
-        if not (metrics["metric"] == TEST_PREFIX + metric).any():
-            continue
-        best, comparisons = compare_to_best(metrics, metric)
+    for ranking in (r for r in rankings if r.unit == "dataset"):
+        best, comparisons = compare_to_best(ranking)
         if not comparisons:
             continue
         cell = {"ours_error": math.nan, "standin": standin, "n_runs": comparisons[0].datasets}
         reference = Comparison(best, worse=0.0, equivalent=1.0, better=0.0, datasets=comparisons[0].datasets)
         for c in [reference, *comparisons]:
             for column, value in (("P(equivalent or better)", c.equivalent + c.better), ("P(worse)", c.worse)):
-                rows.append({**cell, "row": c.method, "column": f"{metric} {column}", "ours": value})
+                rows.append({**cell, "row": c.method, "column": f"{ranking.metric} {column}", "ours": value})
     return pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
