@@ -131,8 +131,7 @@ def class_indices(
         present = sorted(set(labels), key=lambda label: (_as_number(label) is None, _as_number(label) or 0, label))
         order, shown = present, list(names) if names is not None and len(names) == len(present) else present
     else:
-        order = [class_label(value) for value in declared]
-        shown = [str(declared[value]) for value in declared] if isinstance(declared, Mapping) else order
+        order, shown = [class_label(value) for value in declared], declared_names(declared)
     if unknown := sorted(set(labels) - set(order)):
         raise TableError(
             f"{where}: the target takes value(s) {', '.join(map(repr, unknown))} that class_labels ({order}) does not "
@@ -145,6 +144,13 @@ def class_indices(
         )
     index = {label: i for i, label in enumerate(order)}
     return np.array([index[label] for label in labels], dtype=np.int64), shown
+
+
+def declared_names(declared: Sequence | Mapping) -> list[str]:
+    """The class names an entry's `class_labels` declares, in index order: its values, or the names it maps them to."""
+    if isinstance(declared, Mapping):
+        return [str(declared[value]) for value in declared]
+    return [class_label(value) for value in declared]
 
 
 def _as_number(label: str) -> float | None:

@@ -126,7 +126,8 @@ def standin(entry: Download, out: Path, seed: int = 0) -> None:
     if entry.task != "classification":
         write_table(out, x, y)
         return
-    declared = entry.class_labels or ["0", "1"]
-    names = [str(declared[label]) for label in declared] if isinstance(declared, Mapping) else list(map(str, declared))
+    from bnnrepro.data.table_checks import declared_names  # pandas, as in prepare_packaged
+
+    names = declared_names(entry.class_labels or ["0", "1"])
     cuts = np.quantile(y, np.linspace(0, 1, len(names) + 1)[1:-1])
     write_table(out, x, np.searchsorted(cuts, y), names)
