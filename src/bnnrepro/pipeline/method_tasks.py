@@ -15,10 +15,9 @@ top-level assignments, `ast`), not imported: no method's module (nor torch) is i
 (`bnnrepro.pipeline.dag_cache`) the sources are parsed again only after an edit. Training code does not import this
 module. A method config trains on a table (a registry entry of a table loader, `bnnrepro.data.registry.is_table`)
 unless its module declares NOT_ON_TABLES or it builds an image network (an `architecture` of `IMAGE_ARCHITECTURES`,
-or `convolutions`); a study
-pairing such a config with a table stops before any job too. `python -m bnnrepro.pipeline.method_tasks` prints the
-table of methods by task on a table (Markdown); tests/test_methods_on_tables.py trains every config it lists on a
-small table of each task it marks.
+or `convolutions`); a study pairing such a config with a table stops before any job too. `python -m
+bnnrepro.pipeline.method_tasks` prints the table of methods by task on a table (Markdown);
+tests/test_methods_on_tables.py trains every config it lists on a small table of each task it marks.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from bnnrepro import methods
 from bnnrepro.data.registry import is_table
-from bnnrepro.methods import METHOD_MODULES
+from bnnrepro.methods import METHOD_MODULES, config_method_name
 from bnnrepro.paths import train_config_dir
 from bnnrepro.pipeline.dag_cache import cached, files_digest
 from bnnrepro.train_configs import read_config_file
@@ -105,9 +104,12 @@ def _config_value(path: Path, key: str) -> object:
 
 
 def _config_method(path: Path) -> str | None:
-    """The method a config/train/method file builds: its `name`, or that of the first config its defaults extend."""
-    name = _config_value(path, "name")
-    return None if name is None else str(name)
+    """The method a config/train/method file builds (`config_method_name`), or None for a config that names none
+    (the repulsive ensembles' shared `posterior_network`)."""
+    try:
+        return config_method_name(path.stem)
+    except KeyError:
+        return None
 
 
 def method_configs() -> dict[str, list[str]]:
