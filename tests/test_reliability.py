@@ -136,7 +136,22 @@ def test_the_train_log_of_a_resumed_run_keeps_every_attempt(tree: Path) -> None:
     job.wait()
     run(["snakemake", "--unlock"], tree)
     run(command, tree)
-    attempts = re.findall(r"=== attempt started on \S+, config (\w+): (.*)", (tree / GP_RUN / "train.log").read_text())
+    log = (tree / GP_RUN / "train.log").read_text()
+    attempts = re.findall(r"=== attempt \d+ started on \S+, config (\w+): (.*)", log)
     # the built run's (another protocol), the killed one and the one that resumed it
-    assert [start for _, start in attempts] == ["training from the start"] * 2 + ["resuming from resume.pt"]
+    assert [start for _, start in attempts[:2]] == ["training from the start"] * 2
+    assert attempts[2][1].startswith("resuming from resume.pt saved by attempt 2 ")
     assert attempts[0][0] != attempts[1][0] == attempts[2][0]
+
+
+def test_a_copied_project_is_current_and_runs_its_own_code(built_study: Path, tmp_path: Path) -> None:
+    """`cp -a` elsewhere: nothing to do; a job of the copy runs the copy's code, not the tree the environment was
+    installed from (control: a line added to the copy's training entry point shows in the retrained run's log)."""
+    copy = tmp_path / "moved" / "project"
+    copy.parent.mkdir()
+    run(["cp", "-a", str(built_study), str(copy)], tmp_path)
+    assert nothing_to_do(run(["snakemake", "-n"], copy).stdout)
+    train = copy / "src/bnnrepro/train.py"
+    train.write_text(train.read_text().replace("    (own_training_job(", '    log.info("the copy\'s code")\n    (own_training_job('))
+    run(["snakemake", "--cores", "1", f"{GP_RUN}/metrics.json"], copy)
+    assert "the copy's code" in (copy / GP_RUN / "train.log").read_text()

@@ -6,6 +6,14 @@ import sys
 
 from pathlib import Path
 
+# The workflow and every job run this project's own code (its src/), whichever copy of the project the environment
+# was installed from: a copied or moved project runs, and records as its results' sources, the code it holds.
+PROJECT_SOURCE = str(Path(workflow.main_snakefile).parent.resolve() / "src")
+if sys.path[:1] != [PROJECT_SOURCE]:
+    sys.path.insert(0, PROJECT_SOURCE)
+if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != PROJECT_SOURCE:
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [PROJECT_SOURCE, os.environ.get("PYTHONPATH")]))
+
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake.utils import validate

@@ -31,7 +31,7 @@ class ArtifactDeclaration:
     output: str
     uses: str
     module: str
-    source_file: str
+    source_file: str  # relative to the package's folder (artifacts/udn_spirals.py): a copied project keeps its record
     data_files: tuple[str, ...] = ()
     run_file: str | None = None
     methods: tuple[str, ...] = ()
@@ -57,12 +57,18 @@ def declarations(scale: str, record: Path | None = None) -> dict[str, ArtifactDe
     drawing modules run, the catalog and config/ are unchanged."""
     modules = [*drawing_modules(), *_claims_modules()]
     code = set().union(*(module_closure(module, record) for module in modules))
-    digest = files_digest([*sorted(code), CATALOG, *sorted(config_dir().rglob("*.yaml"))], scale)
+    # this module's own file too: it decides what a declaration records
+    digest = files_digest([Path(__file__), *sorted(code), CATALOG, *sorted(config_dir().rglob("*.yaml"))], scale)
     fields = cached(record, f"artifacts/{scale}", digest, lambda: _declare(scale))
     return {
         artifact_id: ArtifactDeclaration(**{k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()})
         for artifact_id, entry in fields.items()
     }
+
+
+def package_path(function) -> str:
+    """The file that defines `function`, relative to the package's folder (`PACKAGE_DIR`)."""
+    return Path(inspect.getsourcefile(function)).resolve().relative_to(PACKAGE_DIR.resolve()).as_posix()
 
 
 def _claims_modules() -> list[str]:
@@ -83,7 +89,7 @@ def _declare(scale: str) -> dict[str, dict]:
                 output=implementation.output,
                 uses=implementation.uses,
                 module=implementation.draw.__module__,
-                source_file=inspect.getsourcefile(implementation.draw),
+                source_file=package_path(implementation.draw),
                 data_files=tuple(implementation.data_files(scale)) if implementation.data_files else (),
                 run_file=implementation.run_file,
                 methods=implementation.methods,

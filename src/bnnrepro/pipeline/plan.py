@@ -45,7 +45,7 @@ from bnnrepro.pipeline.dag_cache import cached, files_digest
 from bnnrepro.pipeline.data_jobs import DataJobInputs
 from bnnrepro.pipeline.input_lists import input_list_name
 from bnnrepro.pipeline.result_checks import verify_files
-from bnnrepro.pipeline.sources import project_paths, source_files
+from bnnrepro.pipeline.sources import PACKAGE_DIR, project_paths, source_files
 from bnnrepro.pipeline.studies import (
     STUDY_SCHEMA,
     Run,
@@ -464,7 +464,7 @@ class Plan(DataJobInputs):
     def draw_function_files(self) -> list[str]:
         """The files of the functions that draw the figures and tables: the manifest names each function by its
         line, so that a change to one of them rebuilds the manifest."""
-        return project_paths({impl.source_file for _, impl in self.artifacts.values()})
+        return project_paths({PACKAGE_DIR / impl.source_file for _, impl in self.artifacts.values()})
 
     @staticmethod
     def paper_result_files() -> list[str]:
