@@ -129,6 +129,28 @@ def test_a_second_downloads_block_is_named_with_the_fix(project: Path) -> None:
     assert "put the entries of both under one 'downloads:'" in message
 
 
+def test_a_key_given_twice_in_a_configfile_or_the_profile_stops_the_run(project: Path) -> None:
+    """Snakemake reads --configfile and the profile itself, keeping a repeated key's last value; the workflow names it
+    before any job (control: the same file with the key once runs)."""
+    (project / "mine.yaml").write_text("scale: smoke\nthreads_per_job: 1\n")
+    assert "Nothing to be done" not in run(["snakemake", "-n", "data", "--configfile", "mine.yaml"], project).stdout
+    (project / "mine.yaml").write_text("scale: smoke\nthreads_per_job: 1\nscale: paper\n")
+    result = run(["snakemake", "-n", "data", "--configfile", "mine.yaml"], project, check=False)
+    assert result.returncode != 0
+    assert "mine.yaml:3: key 'scale' is given a second time (first on line 1)" in result.stdout + result.stderr
+    profile = project / "profiles/default/profile.yaml"
+    profile.write_text(profile.read_text() + "cores: 1\n")
+    assert "profiles/default/profile.yaml:" in dry_run_error(project, "scale=smoke")
+
+
+def test_an_empty_study_list_builds_no_report_but_the_data(project: Path) -> None:
+    """A report of no study would replace the last one; the data alone still builds with no study."""
+    message = dry_run_error(project, "studies=[]")
+    assert "config 'studies' is empty: the report would show no study" in message
+    assert "snakemake data --config 'studies=[]'" in message
+    run(["snakemake", "-n", "data", "--config", "studies=[]"], project)
+
+
 def test_study_grids_expand_to_one_run_per_point() -> None:
     study = load_study("udn_spirals")
     paper = study.runs("paper")

@@ -5,8 +5,10 @@ workflow's results (JSON, .npz, zip-based checkpoints) whose errors name the fil
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -22,15 +24,56 @@ SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
-    """Call `write(tmp)` on a temporary file beside `path`, then rename it over `path`.
+    """Call `write(tmp)` on a temporary file beside `path`, then rename it over `path`; a write that fails leaves no
+    temporary file, and one that fails for want of space raises DiskFullError.
 
     The temporary file keeps the suffix, so writers that pick the format from it (savefig, savez) work.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    write(tmp)
+    try:
+        write(tmp)
+    except Exception as err:
+        written = tmp.stat().st_size if tmp.exists() else 0
+        full = disk_full(err, path.parent)
+        tmp.unlink(missing_ok=True)
+        if full:
+            raise DiskFullError(path, written) from err
+        raise
     os.replace(tmp, path)
+
+
+FULL_DISK_BYTES = 1 << 20
+"""Free space under which a failed write counts as a full disk: some writers (torch.save's zip writer) report the
+failed write in their own words, without the operating system's 'no space left' error."""
+
+
+def disk_full(error: BaseException, folder: Path) -> bool:
+    """Whether `error` (or an error it was raised from) says there is no space or quota left, or the file system of
+    `folder` has next to none."""
+    chain = error
+    while chain is not None:
+        if isinstance(chain, OSError) and chain.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        chain = chain.__cause__ or chain.__context__
+    return shutil.disk_usage(folder).free < FULL_DISK_BYTES
+
+
+class DiskFullError(OSError):
+    """No space left for a file the workflow writes; the message names the file, the space it needs and the fix."""
+
+    def __init__(self, path: Path, written: int) -> None:
+        replaced = path.stat().st_size if path.exists() else 0
+        needed = max(written, replaced)
+        super().__init__(
+            errno.ENOSPC,
+            f"no space left on the device while writing {path}: it needs more than {needed / 2**20:.1f} MiB "
+            f"({written / 2**20:.1f} MiB were written when the disk filled"
+            f"{f', and the version it replaces takes {replaced / 2**20:.1f} MiB' if replaced else ''}). Free some "
+            "space on that disk and rerun snakemake: nothing written before is lost, and a training job resumes from "
+            "its last resume.pt",
+        )
 
 
 def read_yaml(path: Path) -> Any:

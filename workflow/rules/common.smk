@@ -58,7 +58,12 @@ if workflow.is_main_process:
 # The plan reads and checks the configuration (a cluster job's own Snakemake trusts the main process's override
 # checks); the main process then checks the prepared data the runs read.
 try:
-    PLAN = Plan.build(config, Path(layout.DAG_CACHE), check_study_overrides=workflow.is_main_process)
+    PLAN = Plan.build(
+        config,
+        Path(layout.DAG_CACHE),
+        check_study_overrides=workflow.is_main_process,
+        configfiles=workflow.overwrite_configfiles,
+    )
     if workflow.is_main_process:
         PLAN.verify_data()
 except PlanError as err:

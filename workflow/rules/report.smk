@@ -7,7 +7,7 @@ rule report_manifest:
         tables=PLAN.artifact_files("table"),
         checks=PLAN.artifact_checks_files(),
         own_study_results=PLAN.own_study_results(),
-        metrics=PLAN.all_study_metrics(),
+        metrics=planned(PLAN.reported_study_metrics),
         code=PLAN.report_code("bnnrepro.report.manifest"),
         draw_functions=PLAN.draw_function_files(),
         paper_results=PLAN.paper_result_files(),

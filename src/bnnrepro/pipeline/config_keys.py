@@ -20,8 +20,9 @@ WORKFLOW_CONFIG_PATTERNS = (
     "config/studies/*.yaml",
     "config/train/**/*.yaml",
     "src/bnnrepro/artifacts/catalog.yaml",
+    "profiles/*/*.yaml",  # read by snakemake itself, before the workflow: a repeated key is named, not obeyed
 )
-"""The YAML files the workflow reads, relative to the project root ."""
+"""The YAML files the workflow reads, relative to the project root (besides the --configfile files of a run)."""
 
 
 class DuplicateKeyError(ValueError):

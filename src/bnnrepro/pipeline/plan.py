@@ -84,13 +84,15 @@ class Plan(DataJobInputs):
     the jobs' inputs are asked for."""
 
     @classmethod
-    def build(cls, config: Mapping, record: Path | None = None, check_study_overrides: bool = True) -> Plan:
-        """The plan of `config`, checked: no key given twice in the workflow's YAML files, the dataset registry and
-        config 'real_data', the studies and their scales, the protocol files of every run, and every artifact the
-        studies list (with `check_study_overrides`, each study's Hydra overrides too: the main process checks them,
-        a cluster job's own Snakemake trusts it)."""
+    def build(
+        cls, config: Mapping, record: Path | None = None, check_study_overrides: bool = True, configfiles=()
+    ) -> Plan:
+        """The plan of `config`, checked: no key given twice in the workflow's YAML files and in `configfiles` (those
+        of --configfile), the dataset registry and config 'real_data', the studies and their scales, the protocol
+        files of every run, and every artifact the studies list (with `check_study_overrides`, each study's Hydra
+        overrides too: the main process checks them, a cluster job's own Snakemake trusts it)."""
         try:
-            config_files = workflow_config_files(project_root())
+            config_files = [*workflow_config_files(project_root()), *map(Path, configfiles)]
             _checked_once(record, "unique_keys", config_files, lambda: check_unique_keys(config_files))
             _checked_once(record, "registry_references", [registry_file(), *DATA_SOURCES], check_references)
             check_real_data(config["real_data"])
@@ -291,6 +293,17 @@ class Plan(DataJobInputs):
     def all_study_metrics(self) -> list[str]:
         """The tidy metrics CSV of every enabled study at its scale (the report says which runs carry no data)."""
         return [layout.study_metrics_file(self.scale(name), name) for name in self.studies]
+
+    def reported_study_metrics(self, wildcards=None) -> list[str]:
+        """`all_study_metrics`, for the report; PlanError where config 'studies' is empty: a report of no study would
+        replace the last one (asked for data alone, the report is not built and nothing stops)."""
+        if not self.studies:
+            raise PlanError(
+                "config 'studies' is empty: the report would show no study and replace reports/report.pdf. Name at "
+                "least one (config/config.yaml 'studies', or --config 'studies=[udn_spirals]'); for the data alone, "
+                "ask for it: snakemake data --config 'studies=[]'"
+            )
+        return self.all_study_metrics()
 
     def own_study_results(self) -> list[str]:
         """Every file the report shows of each enabled study of your own: its tables and figures per task of its
