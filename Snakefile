@@ -44,12 +44,13 @@ localrules:
 rule all:
     default_target: True
     input:
-        PLAN.result_files(),
+        every_result,
         rules.record_timestamps.output.timestamps,
 
 
 onstart:
     on_start()
+    run_steps.interrupt_jobs_with_the_workflow()
 
 
 onsuccess:

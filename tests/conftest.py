@@ -118,6 +118,7 @@ ONE_WORKER_MODULES = {
     "tests/test_pipeline.py",  # the smoke DAG that its tests share (some edit it in place, then put it back)
     "tests/test_continuous_depth_runs.py",  # the toy runs that its tests share
     "tests/test_reliability.py",  # the one-study project that its tests copy
+    "tests/test_attempts.py",  # the same, built for it
 }
 """Modules whose tests run on one pytest-xdist worker, one after another: they share a session fixture."""
 

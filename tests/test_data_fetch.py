@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import re
 import threading
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from scipy.io import loadmat
 
 from bnnrepro.data import registry, uci
-from bnnrepro.data.fetch import DownloadError, fetch, md5sum
+from bnnrepro.data.fetch import DownloadError, fetch, md5sum, staging_folder
 from tests.conftest import OFFLINE, ROOT, MirrorHandler, copy_project, needs_offline, run, served_download
 
 SHARED = ROOT.parent / "shared" / "datasets"
@@ -88,7 +89,8 @@ def test_a_rerun_resumes_from_the_verified_files(toy_registry, mirror, tmp_path:
     base, _, server = mirror
     server.truncate.add("b.txt")
     out = tmp_path / "raw" / "toy"
-    with pytest.raises(DownloadError):
+    kept = re.escape(str(staging_folder(out)))
+    with pytest.raises(DownloadError, match=f"the files verified so far stay in {kept}/"):  # a.bin is there
         fetch("toy", out, base)
     server.truncate.clear()
     server.requests.clear()
@@ -121,12 +123,12 @@ def test_real_uci_and_mocap_through_dvc_from_a_loopback_mirror(tmp_path: Path) -
         project = copy_project(tmp_path / "project")
         run(["git", "init", "-q"], project)
         run(["dvc", "init", "-q"], project)
-        # The whole workflow at paper scale with no study and the real downloads as its datasets (rule `data`
-        # prepares them), then the report.
+        # The workflow's data at paper scale with no study and the real downloads as its datasets (rule `data`
+        # prepares them; with no study there is no report to build).
         datasets = f"datasets=[{','.join([*UCI_FOLDERS, 'cmu_mocap35'])}]"
         config = ["scale=paper", f"data_mirror=http://127.0.0.1:{server.server_address[1]}/", "studies=[]", datasets]
-        run(["snakemake", "--cores", "2", "all", "data", "--config", *config], project)
-        assert "Nothing to be done" in run(["snakemake", "-n", "all", "data", "--config", *config], project).stdout
+        run(["snakemake", "--cores", "2", "data", "--config", *config], project)
+        assert "Nothing to be done" in run(["snakemake", "-n", "data", "--config", *config], project).stdout
     finally:
         server.shutdown()
         server.server_close()

@@ -22,7 +22,8 @@ EVALUATION = "toy_paths"
 def test_a_run_file_round_trips_through_the_parser() -> None:
     runs = load_study(STUDY).runs("smoke")
     for study_run in runs:
-        for name in (*layout.TRAINING_OUTPUTS.values(), layout.RUN_RESUME, layout.evaluation_file(EVALUATION)):
+        run_files = (*layout.TRAINING_OUTPUTS.values(), layout.RUN_LOG, layout.RUN_RESUME)
+        for name in (*run_files, layout.evaluation_file(EVALUATION)):
             for prefix in (Path(), Path("/tmp/clone")):
                 parsed = layout.parse_run_path(prefix / study_run.file(name))
                 assert parsed.run == study_run.id and parsed.file == name

@@ -9,6 +9,7 @@ by content; the report never outlives its inputs; only settings that can change 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -152,6 +153,54 @@ def test_a_copied_project_is_current_and_runs_its_own_code(built_study: Path, tm
     run(["cp", "-a", str(built_study), str(copy)], tmp_path)
     assert nothing_to_do(run(["snakemake", "-n"], copy).stdout)
     train = copy / "src/bnnrepro/train.py"
-    train.write_text(train.read_text().replace("    (own_training_job(", '    log.info("the copy\'s code")\n    (own_training_job('))
+    train.write_text(
+        train.read_text().replace("    (own_training_job(", '    log.info("the copy\'s code")\n    (own_training_job(')
+    )
     run(["snakemake", "--cores", "1", f"{GP_RUN}/metrics.json"], copy)
     assert "the copy's code" in (copy / GP_RUN / "train.log").read_text()
+
+
+def test_results_checked_out_after_a_run_of_an_edit_are_planned_again(tree: Path) -> None:
+    """Edit, run, `dvc checkout --force`: the results are the earlier config's again, while Snakemake's records
+    describe those they replaced (which had the edit); each metrics.json's identity tells them apart."""
+    method = tree / "config/train/method/gp.yaml"
+    method.write_text(method.read_text() + "\n# an edit\n")
+    run(["snakemake", "--cores", "1"], tree)
+    run(["dvc", "checkout", "-q", "--force", "report"], tree)
+    planned = run(["snakemake", "-n"], tree).stdout
+    assert "2 run results do not match their runs as planned now, planned again" in planned
+    assert sorted(str(Path(f).parent) for f in planned_outputs(planned, "train")) == [
+        f"{RUNS}/gp/sklearn_diabetes/split={split}/seed=0" for split in (0, 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ("copy", "it is the result of another run"),
+        ("nan", "'test_rmse' is not a finite number"),
+        ("drop", "it lacks 'train_seconds'"),
+    ],
+)
+def test_a_result_that_is_not_its_runs_own_is_planned_again_and_never_aggregated(
+    tree: Path, change: str, why: str
+) -> None:
+    metrics = tree / GP_RUN / "metrics.json"
+    other = tree / GP_RUN.replace("split=0", "split=1") / "metrics.json"
+    result = json.loads(metrics.read_text())
+    if change == "copy":
+        shutil.copy2(other, metrics)
+    elif change == "nan":
+        result["metrics"]["test_rmse"] = float("nan")
+    else:
+        del result["train_seconds"]
+    if change != "copy":
+        metrics.write_text(json.dumps(result))
+    os.utime(metrics, ns=(other.stat().st_mtime_ns,) * 2)  # as old as the others: no time says it changed
+    planned = run(["snakemake", "-n"], tree).stdout
+    assert f"{GP_RUN}/metrics.json: {why}" in planned
+    assert [str(Path(f).parent) for f in planned_outputs(planned, "train")] == [GP_RUN]
+    aggregation = run(["python", "-m", "bnnrepro.aggregate", "diabetes", "smoke", "out.csv"], tree, check=False)
+    assert aggregation.returncode != 0 and not (tree / "out.csv").exists()
+    assert f"{GP_RUN}/metrics.json: not a readable run result (metrics.json) of this run ({why}" in aggregation.stderr
+    assert "Delete it" in aggregation.stderr

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from bnnrepro.files import UnreadableFileError
-from bnnrepro.pipeline.result_timestamps import load, record, restore
+from bnnrepro.pipeline.result_timestamps import load, outdate_changed_sources, record, restore
 
 FILES = ["data.npz", "runs/a/metrics.json", "runs/b/metrics.json", "runs/b/checkpoint.pt", "metrics.csv", "report.pdf"]
 MANIFEST = Path("timestamps.json")
@@ -113,3 +113,45 @@ def test_rerecording_reuses_checksums_of_unchanged_files(tree: Path) -> None:
     recorded = {f.path: f for f in load(tree / MANIFEST)}
     assert recorded["report.pdf"].size == len("a new report")
     assert [f.path for f in load(tree / MANIFEST)][-1] == "report.pdf"
+
+
+SOURCES = ["config/study.yaml", "src/method.py"]
+
+
+@pytest.fixture
+def tree_and_sources(tmp_path: Path) -> Path:
+    """Sources written at 90,000 s, results in pipeline order from 100,000 s, then both recorded."""
+    for name in SOURCES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"source {name}")
+        os.utime(tmp_path / name, ns=(0, 90_000 * 10**9))
+    for i, name in enumerate(FILES):
+        write_result(tmp_path / name)
+        os.utime(tmp_path / name, ns=(0, (100_000 + i) * 10**9))
+    record(FILES, MANIFEST, tmp_path, SOURCES)
+    return tmp_path
+
+
+def test_a_touched_source_with_its_recorded_content_leaves_the_results_current(tree_and_sources: Path) -> None:
+    """`touch src/...` (or a clone's new times): the content decides, and it is the one the results were made from."""
+    tree = tree_and_sources
+    os.utime(tree / SOURCES[1], ns=(0, 200_000 * 10**9))
+    assert restore(MANIFEST, tree, SOURCES) == len(FILES)
+    assert min(mtimes(tree)) > 200_000 * 10**9 and mtimes(tree) == sorted(mtimes(tree))
+    assert outdate_changed_sources(MANIFEST, SOURCES, tree) == []
+    assert restore(MANIFEST, tree, SOURCES) == 0  # after it now: nothing to do
+
+
+def test_control_an_edited_source_stays_newer_than_the_results(tree_and_sources: Path) -> None:
+    tree = tree_and_sources
+    (tree / SOURCES[1]).write_text("source edited")
+    os.utime(tree / SOURCES[1], ns=(0, 200_000 * 10**9))
+    assert restore(MANIFEST, tree, SOURCES) == 0
+    assert max(mtimes(tree)) < (tree / SOURCES[1]).stat().st_mtime_ns  # Snakemake reruns what reads it
+
+
+def test_a_result_set_a_day_back_is_put_back_after_its_sources(tree_and_sources: Path) -> None:
+    tree = tree_and_sources
+    os.utime(tree / FILES[3], ns=(0, (100_003 - 86_400) * 10**9))
+    assert restore(MANIFEST, tree, SOURCES) == len(FILES)
+    assert min(mtimes(tree)) > 90_000 * 10**9 and mtimes(tree) == sorted(mtimes(tree))

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 
 from bnnrepro.data.registry import generate_instance
 from bnnrepro.device import resolve_device
+from bnnrepro.runs import resumed_from
 from tests.conftest import ROOT, environment
 
 
@@ -67,10 +68,22 @@ def test_killed_job_resumes_and_ends_with_the_uninterrupted_metrics(spiral_file:
     assert not (run_dir / "metrics.json").exists()
 
     resumed = train(spiral_file, run_dir, *settings)
-    assert f"from epoch {killed_at}" in (run_dir / "train.log").read_text()
+    log = (run_dir / "train.log").read_text()
+    assert re.search(rf"=== attempt 2 .*: resuming from resume.pt saved by attempt 1 .* at epoch {killed_at}\n", log)
+    assert f"from epoch {killed_at}" in log
     assert resumed["metrics"] == reference["metrics"]
     assert resumed["history"] == reference["history"]
     assert not (run_dir / "resume.pt").exists()
+
+
+def test_a_resume_names_the_attempt_that_saved_its_state() -> None:
+    saver = {"number": 2, "started": "2026-11-29 08:30:01", "host": "node1"}
+    assert resumed_from({"attempt": saver, "epoch": 40}) == (
+        "resuming from resume.pt saved by attempt 2 (started 2026-11-29 08:30:01 on node1) at epoch 40"
+    )
+    # a state saved before attempts were recorded in it
+    assert resumed_from({"epoch": 40}) == "resuming from resume.pt saved by an earlier attempt at epoch 40"
+    assert resumed_from(None) == "training from the start"
 
 
 def test_same_seed_same_metrics_and_other_seed_other_metrics(spiral_file: Path, tmp_path: Path) -> None:
@@ -203,6 +216,6 @@ def test_each_attempt_is_marked_in_the_log_and_an_unreadable_resume_state_is_set
     (run_dir / "resume.pt").write_bytes(b"half a checkpoint")
     train(spiral_file, run_dir, "train.epochs=10")
     log = (run_dir / "train.log").read_text()
-    assert log.count("=== attempt started") == 2
+    assert "=== attempt 1 started" in log and "=== attempt 2 started" in log
     assert f"{run_dir / 'resume.pt'}: not a readable resumable state" in log
     assert log.index("not a readable resumable state") < log.rindex("training from the start")

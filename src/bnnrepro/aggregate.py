@@ -13,9 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 from bnnrepro import layout
-from bnnrepro.files import RUN_RESULT, read_json, write_atomic
+from bnnrepro.files import RUN_RESULT, UnreadableFileError, read_json, write_atomic
 from bnnrepro.pipeline.job_process import freeze_imported_objects
 from bnnrepro.pipeline.studies import Run, load_study
+from bnnrepro.run_identity import result_problem
 from bnnrepro.training_health import HEALTHY, health_text
 
 
@@ -26,6 +27,8 @@ def tidy_metrics(study_name: str, scale: str, root: Path = Path(), runs: list[Ru
     rows = []
     for run in study.runs(scale) if runs is None else runs:
         result = read_json(root / run.file(layout.RUN_METRICS), RUN_RESULT)
+        if problem := result_problem(result, run.folder, root / run.file(layout.RUN_CONFIG)):
+            raise UnreadableFileError(root / run.file(layout.RUN_METRICS), f"{RUN_RESULT} of this run", problem)
         base = {
             "study": study.name, "run": run.id, "method": run.method, "dataset": run.dataset,
             "hparams": run.hparam_slug, "seed": run.seed, "standin": result["standin"],

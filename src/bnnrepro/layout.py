@@ -42,8 +42,9 @@ RUN_CONFIG, RUN_METRICS, RUN_CHECKPOINT, RUN_LOG, RUN_RESUME = (
     "train.log",
     "resume.pt",
 )
-TRAINING_OUTPUTS = {"metrics": RUN_METRICS, "config": RUN_CONFIG, "checkpoint": RUN_CHECKPOINT, "log": RUN_LOG}
-"""The declared outputs of a training job, by the key of the `train` rule's outputs."""
+TRAINING_OUTPUTS = {"metrics": RUN_METRICS, "config": RUN_CONFIG, "checkpoint": RUN_CHECKPOINT}
+"""The declared outputs of a training job, by the key of the `train` rule's outputs. Not train.log, which the job
+appends to and Snakemake leaves alone (it would restore a failed job's copy from before the job), nor resume.pt."""
 
 EVALUATIONS = "eval"
 

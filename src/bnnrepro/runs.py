@@ -2,8 +2,9 @@
 
 The file names are those of bnnrepro.layout. `resume.pt` is the resumable state a killed job restarts from;
 it is deliberately not a declared workflow output (Snakemake deletes the outputs of a failed job) and is
-removed once the run ends. Checkpoints hold tensors and plain containers only and load with
-`weights_only=True`.
+removed once the run ends. Neither is `train.log` (Snakemake would restore a failed job's copy from before it): each
+attempt appends to it, numbered, and the state it saves names it, so that the attempt that resumes it says from which.
+Checkpoints hold tensors and plain containers only and load with `weights_only=True`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import logging
 import os
 import platform
+import time
 from pathlib import Path
 
 import torch
@@ -24,6 +26,9 @@ from bnnrepro.files import UnreadableFileError, verify_archive, write_atomic
 
 log = logging.getLogger("bnnrepro.runs")
 
+ATTEMPT_MARK = "=== attempt "
+"""How the line that starts an attempt begins in train.log."""
+
 
 class RunFolder:
     CONFIG, METRICS, LOG = layout.RUN_CONFIG, layout.RUN_METRICS, layout.RUN_LOG
@@ -32,6 +37,8 @@ class RunFolder:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        self.attempt: dict | None = None
+        """This job's attempt (`load_resume`): its number in train.log, start time and host."""
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -53,11 +60,18 @@ class RunFolder:
 
     def load_resume(self, config_digest: str) -> dict | None:
         """The resumable state if one exists for this exact configuration, else None. The log gets a line that marks
-        where this attempt starts (a killed job's rerun appends to the train.log of the attempts before it)."""
+        where this attempt starts, numbered after those train.log holds (a rerun appends to the train.log of the
+        attempts before it, killed and failed ones included), and that names the attempt whose state it resumes."""
         state = self._resumable_state(config_digest)
-        start = "resuming from resume.pt" if state is not None else "training from the start"
-        log.info("=== attempt started on %s, config %s: %s", platform.node(), config_digest[:12], start)
+        self.attempt = {"number": self._attempts_logged() + 1, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                        "host": platform.node()}  # fmt: skip
+        log.info("%s%d started on %s, config %s: %s", ATTEMPT_MARK, self.attempt["number"], self.attempt["host"],
+                 config_digest[:12], resumed_from(state))  # fmt: skip
         return state
+
+    def _attempts_logged(self) -> int:
+        path = self.file(self.LOG)
+        return path.read_text(errors="replace").count(ATTEMPT_MARK) if path.exists() else 0
 
     def _resumable_state(self, config_digest: str) -> dict | None:
         path = self.file(self.RESUME)
@@ -74,10 +88,12 @@ class RunFolder:
     def save_progress(
         self, config_digest: str, model: torch.nn.Module, optimizer, generators: dict[str, torch.Generator], **progress
     ) -> None:
-        """Save the resumable state: the model, the optimiser, torch's and each named generator's state, and the
-        job's `progress` (its position, history, ...), for `restore_progress` after a kill."""
+        """Save the resumable state: the model, the optimiser, torch's and each named generator's state, the
+        attempt that saves it, and the job's `progress` (its position, history, ...), for `restore_progress` after a
+        kill."""
         self.save(self.RESUME, {
-            "config_digest": config_digest, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "config_digest": config_digest, "attempt": self.attempt, "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
             "torch_rng": torch.get_rng_state(), **{f"{name}_rng": g.get_state() for name, g in generators.items()},
             **progress,
         })  # fmt: skip
@@ -97,8 +113,18 @@ def restore_progress(state: dict, model: torch.nn.Module, optimizer, generators:
     torch.set_rng_state(state["torch_rng"])
     for name, generator in generators.items():
         generator.set_state(state[f"{name}_rng"])
-    restored = {"config_digest", "model", "optimizer", "torch_rng", *(f"{name}_rng" for name in generators)}
+    restored = {"config_digest", "attempt", "model", "optimizer", "torch_rng", *(f"{name}_rng" for name in generators)}
     return {key: value for key, value in state.items() if key not in restored}
+
+
+def resumed_from(state: dict | None) -> str:
+    """Where an attempt starts: 'resuming from resume.pt saved by attempt 2 (started 2026-11-29 08:30:01 on host) at
+    epoch 40', or 'training from the start'. A state saved before attempts were recorded in it names none."""
+    if state is None:
+        return "training from the start"
+    saver = state.get("attempt")
+    by = f"attempt {saver['number']} (started {saver['started']} on {saver['host']})" if saver else "an earlier attempt"
+    return f"resuming from resume.pt saved by {by}" + (f" at epoch {state['epoch']}" if "epoch" in state else "")
 
 
 def config_digest(resolved_yaml: str) -> str:

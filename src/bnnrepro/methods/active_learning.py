@@ -33,6 +33,7 @@ from bnnrepro.inference.classification_likelihoods import MultiLabelProbit
 from bnnrepro.methods import gaussian_weight_vi, mc_dropout
 from bnnrepro.metrics import classification_metrics
 from bnnrepro.optim import Adam, Optimizer
+from bnnrepro.run_identity import identity_record
 from bnnrepro.runs import RunFolder, ran_on, restore_progress, start_job
 
 METHODS = ("active_learning",)
@@ -224,7 +225,7 @@ def train_job(cfg: DictConfig, run: RunFolder, stop_after_round: int | None = No
     result = {
         "metrics": summary(history), "history": history, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path), "labelled": labelled.tolist(),
-        "ran_on": ran_on(device, cfg.cpu_arithmetic),
+        "ran_on": ran_on(device, cfg.cpu_arithmetic), "identity": identity_record(cfg, digest),
     }  # fmt: skip
     checkpoint = {"config_digest": digest, "model": predictor.state_dict(), "labelled": labelled.cpu()}
     if isinstance(acquisition, ReinforcedAcquisition):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,8 +23,9 @@ from bnnrepro.artifacts.declarations import ArtifactDeclaration, declarations
 from bnnrepro.artifacts.registry import CATALOG, catalog
 from bnnrepro.data import registry as registry_module
 from bnnrepro.data.registry import (
-    CSV_PREPARE,
-    Download,
+    SCHEMA as REGISTRY_SCHEMA,
+)
+from bnnrepro.data.registry import (
     RegistryError,
     check_real_data,
     check_references,
@@ -32,19 +34,17 @@ from bnnrepro.data.registry import (
     prepared_file,
     registry_file,
 )
-from bnnrepro.data.registry import (
-    SCHEMA as REGISTRY_SCHEMA,
-)
 from bnnrepro.evaluations.declarations import declaration_file, declared_evaluation, extra_data_files
 from bnnrepro.fidelity.kept_files import paper_result_files
 from bnnrepro.files import UnreadableFileError
 from bnnrepro.paths import project_root, studies_dir
-from bnnrepro.pipeline import training_inputs
+from bnnrepro.pipeline import data_checks, training_inputs
 from bnnrepro.pipeline.config_keys import DuplicateKeyError, check_unique_keys, workflow_config_files
 from bnnrepro.pipeline.dag_cache import cached, files_digest
 from bnnrepro.pipeline.data_jobs import DataJobInputs
 from bnnrepro.pipeline.input_lists import input_list_name
 from bnnrepro.pipeline.result_checks import verify_files
+from bnnrepro.pipeline.run_results import RunResults
 from bnnrepro.pipeline.sources import PACKAGE_DIR, project_paths, source_files
 from bnnrepro.pipeline.studies import (
     STUDY_SCHEMA,
@@ -72,7 +72,7 @@ class PlanError(ValueError):
 
 
 @dataclass
-class Plan(DataJobInputs):
+class Plan(DataJobInputs, RunResults):
     """The DAG of one workflow configuration (config/config.yaml with its command-line overrides)."""
 
     config: Mapping
@@ -115,20 +115,12 @@ class Plan(DataJobInputs):
 
     def check_local_tables(self) -> None:
         """PlanError where the header of a CSV download a run reads, fetched already, lacks the declared target or
-        feature columns or repeats a name (`csv_tables.check_local_header`): found before any job, not in the first
+        feature columns or repeats a name (`data_checks.check_local_tables`): found before any job, not in the first
         prepare job."""
-        entries = [dataset(name) for name in sorted({run.dataset for _, run in self.runs.values()})]
-        tables = [entry for entry in entries if isinstance(entry, Download) and entry.prepare == CSV_PREPARE]
-        if not tables:
-            return
-        from bnnrepro.data.csv_tables import check_local_header  # pandas: imported only where there is a table
-        from bnnrepro.data.table_checks import TableError
-
-        for entry in tables:
-            try:
-                check_local_header(entry, project_root() / layout.raw_download_folder(entry.name))
-            except TableError as err:
-                raise PlanError(str(err)) from None
+        try:
+            data_checks.check_local_tables([run.dataset for _, run in self.runs.values()], self.record)
+        except data_checks.DataCheckError as err:
+            raise PlanError(str(err)) from None
 
     # --- studies and runs ---
 
@@ -175,12 +167,17 @@ class Plan(DataJobInputs):
         )
 
     def verify_data(self) -> None:
-        """The prepared data the runs read, checked before any job starts: a truncated file would otherwise rerun
-        every run that reads it (deleting their results first) only for each job to fail on it
-        (`bnnrepro.pipeline.result_checks`)."""
+        """The data the runs and config 'datasets' read, checked before any job starts: each download's raw files and
+        its prepared data's record of them against the registry (`bnnrepro.pipeline.data_checks`; a folder that lacks
+        a file is sent back to be fetched, and said so on stderr), and each prepared file the runs read opened. A
+        truncated file would otherwise rerun every run that reads it (deleting their results first) only for each job
+        to fail on it (`bnnrepro.pipeline.result_checks`)."""
+        data_files = [run.data_file(self.real_data) for _, run in self.runs.values()]
         try:
-            verify_files([run.data_file(self.real_data) for _, run in self.runs.values()], self.record)
-        except UnreadableFileError as err:
+            for message in data_checks.check_downloads([*data_files, *self.prepared_datasets()], self.record):
+                print(message, file=sys.stderr)
+            verify_files(data_files, self.record)
+        except (data_checks.DataCheckError, UnreadableFileError) as err:
             raise PlanError(str(err)) from None
 
     # --- input lists ---

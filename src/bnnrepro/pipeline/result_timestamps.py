@@ -12,9 +12,11 @@ Snakemake then reruns what they affect, as for any other change.
 Times alone cannot tell results made from other code or configuration: a checkout or pull writes results newer
 than a config edited before it. So the record also holds the md5 of every source file of the workflow (its code,
 configs and committed paper results, `SOURCE_FOLDERS`) as it was when the results were recorded, all of them up to
-date then. At the start, a source file whose content is not the recorded one and that is not newer than the record
-gets the current time (`outdate_changed_sources`): Snakemake then reruns exactly the jobs that read it. One newer
-than the record was edited since, and its time already reruns them.
+date then. Content, not times, decides: at the start, results with their recorded content are put after every source
+whose content is the recorded one (a `touch`, a fresh clone: nothing reruns), and a source file whose content is
+not the recorded one and that is not newer than the record gets the current time (`outdate_changed_sources`):
+Snakemake then reruns exactly the jobs that read it. One newer than the record was edited since, and its time
+already reruns them.
 """
 
 from __future__ import annotations
@@ -98,37 +100,44 @@ def load_sources(manifest: Path) -> list[RecordedFile]:
     return [RecordedFile(**entry) for entry in json.loads(manifest.read_text()).get("sources", [])]
 
 
+def recorded_content(known: RecordedFile | None, path: Path) -> bool:
+    """Whether the file at `path` has the `known` entry's content (its recorded size and time, or else its md5)."""
+    if known is None or not path.is_file():
+        return False
+    stat = path.stat()
+    if (known.size, known.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+        return True
+    return known.size == stat.st_size and file_md5(path) == known.md5
+
+
 def outdate_changed_sources(manifest: Path, sources: list[str], root: Path = Path()) -> list[str]:
     """Give the current time to each of `sources` that is not in the record, or whose content is not the recorded
-    one, and that is not newer than the record; return their paths. Nothing without a record, or with one that
-    recorded no sources."""
+    one, and that is not newer than the record (one newer was edited since: its time reruns what reads it); return
+    their paths. Nothing without a record, or with one that recorded no sources."""
     if not (root / manifest).exists():
         return []
     recorded = {f.path: f for f in load_sources(root / manifest)}
     if not recorded:
         return []
     record_time = (root / manifest).stat().st_mtime_ns
-    outdated = []
-    for name in sources:
-        stat, known = (root / name).stat(), recorded.get(name)
-        if stat.st_mtime_ns > record_time:
-            continue  # edited since the record: its time reruns what reads it
-        if known is not None and (known.size, known.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
-            continue
-        if known is None or known.size != stat.st_size or file_md5(root / name) != known.md5:
-            outdated.append(name)
+    outdated = [
+        name
+        for name in sources
+        if (root / name).stat().st_mtime_ns <= record_time and not recorded_content(recorded.get(name), root / name)
+    ]
     now = max(time.time_ns(), record_time + 1)
     for name in outdated:
         os.utime(root / name, ns=(now, now))
     return outdated
 
 
-def restore(manifest: Path, root: Path = Path()) -> int:
-    """Put back the recorded time order of the results after a DVC checkout; return the number of files
-    whose times were set (0 when the order is already right or the tree is not the recorded one).
+def restore(manifest: Path, root: Path = Path(), sources: list[str] = ()) -> int:
+    """Put back the recorded time order of the results after a DVC checkout, a clone or a `touch`, later than every
+    one of `sources` whose content is the recorded one; return the number of files whose times were set (0 when
+    they are so already, or the tree is not the recorded one).
 
-    Restored times start at the oldest current time among the files, so that results checked out after
-    a git clone stay newer than the clone's code and configuration."""
+    Restored times start at the oldest current time among the files (or just after the newest such source), so that
+    results checked out after a git clone stay newer than the clone's code and configuration."""
     if not (root / manifest).exists():
         return 0
     recorded = load(root / manifest)
@@ -136,15 +145,19 @@ def restore(manifest: Path, root: Path = Path()) -> int:
         stats = [(root / f.path).stat() for f in recorded]
     except FileNotFoundError:
         return 0  # a partial tree: Snakemake reruns what is missing
-    current = [s.st_mtime_ns for s in stats]
-    if all(a <= b for a, b in zip(current, current[1:], strict=False)):
-        return 0  # already in recorded order (the usual case: nothing was checked out)
     if any(s.st_size != f.size for s, f in zip(stats, recorded, strict=True)):
         return 0
     moved = [f for f, s in zip(recorded, stats, strict=True) if s.st_mtime_ns != f.mtime_ns]
     if any(file_md5(root / f.path) != f.md5 for f in reversed(moved)):
         return 0  # changed content: not a checkout of the recorded run
-    base, rank, previous_time = min(current), 0, None
+    known = {f.path: f for f in load_sources(root / manifest)}
+    current_sources = [name for name in sources if recorded_content(known.get(name), root / name)]
+    newest_source = max(((root / name).stat().st_mtime_ns for name in current_sources), default=0)
+    current = [s.st_mtime_ns for s in stats]
+    in_order = all(a <= b for a, b in zip(current, current[1:], strict=False))
+    if in_order and min(current, default=newest_source + 1) > newest_source:
+        return 0  # in recorded order, after their sources (the usual case: nothing was checked out or touched)
+    base, rank, previous_time = max(min(current), newest_source + 1), 0, None
     for entry, stat in zip(recorded, stats, strict=True):
         if previous_time is not None and entry.mtime_ns != previous_time:
             rank += 1

@@ -2,7 +2,8 @@
 
 - before the DAG is built (main process): `restore_result_times` (results checked out by DVC get back their recorded
   time order; sources that differ from those the results were made from look new) and `Plan.verify_data`;
-- `onstart`: `check_device` (device=cuda without a GPU stops the run) and `RunJobServer.start`;
+- `onstart`: `check_device` (device=cuda without a GPU stops the run), `RunJobServer.start` and
+  `interrupt_jobs_with_the_workflow`;
 - `onsuccess`/`onerror`: `RunJobServer.stop`, `drop_superseded_report` or `set_aside_outdated_report`, and
   `stop_rate_limiter_timers`.
 
@@ -11,11 +12,15 @@ Each returns what it has to say (a message, or None) for the workflow's log.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import threading
 from pathlib import Path
+
+import psutil
 
 from bnnrepro import layout
 from bnnrepro.pipeline.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
@@ -31,7 +36,7 @@ def restore_result_times(timestamps: Path) -> list[str]:
     content is not the one the recorded results were made from, but that looks older than them (a checkout, pull or
     copy), gets the current time, so that Snakemake reruns what reads it (`bnnrepro.pipeline.result_timestamps`)."""
     messages = []
-    if restored := restore(timestamps):
+    if restored := restore(timestamps, sources=workflow_source_files()):
         messages.append(f"Restored the recorded time order of {restored} cached result files ({timestamps}).")
     if outdated := outdate_changed_sources(timestamps, workflow_source_files()):
         messages.append(
@@ -92,6 +97,25 @@ class RunJobServer:
         if self.server is not None:
             self.server.stop()
             self.server = None
+
+
+def interrupt_jobs_with_the_workflow() -> None:
+    """A SIGINT sent to this process (the workflow) alone reaches its jobs too, as Ctrl-C in a terminal does (it is
+    sent to the whole process group): on SIGINT Snakemake waits for the jobs it runs, so `kill -INT <snakemake>` would
+    let them run to their end. Each process that the workflow started in its own process group (a job's shell and
+    command; the command passes it on to its job in the job server) gets it first, then Snakemake handles it as
+    always. Processes in other groups (the job server; whatever started the workflow) are left alone."""
+    if threading.current_thread() is threading.main_thread():  # only there can a signal handler be set
+        signal.signal(signal.SIGINT, _interrupt_jobs)
+
+
+def _interrupt_jobs(number: int, frame) -> None:
+    group = os.getpgrp()
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error, OSError):  # a process that ended meanwhile
+            if os.getpgid(process.pid) == group:
+                process.send_signal(signal.SIGINT)
+    signal.default_int_handler(number, frame)
 
 
 def set_aside_outdated_report(result_files: list[str]) -> str | None:

@@ -1,0 +1,74 @@
+"""The runs' results as the plan sees them: the identity a training job is given, and the results that are not the
+current runs' own (`bnnrepro.run_identity`), as methods of the plan (`bnnrepro.pipeline.plan.Plan` mixes this class
+in; it provides `config`, `record`, `runs`, `run_of`, `train_configs` and `run_overrides`).
+
+Snakemake decides by file times and its own records of the jobs it ran. Neither sees results that `dvc checkout`
+or a copy put in place of others: the records describe the results they replaced. So before the DAG is built, every
+finished run's metrics.json is checked against the run as planned now (`stale_results`): a result that names
+other inputs than the run's current ones, another run, or another config, or that lacks a key or a number, is
+planned again (`replan`: as Snakemake's --forcerun would, when the workflow builds its default target, every
+result).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from types import SimpleNamespace
+
+from bnnrepro import layout
+from bnnrepro.pipeline import training_inputs
+from bnnrepro.run_identity import digest_of, result_problem
+
+
+class RunResults:
+    """The identity of each run as planned, and the check of its result against it."""
+
+    config: Mapping
+    record: Path | None
+
+    def run_identity(self, wildcards) -> str:
+        """The job's `identity` overrides: the digest of its code, and of its code, config/train files, overrides
+        and CPU arithmetic (what Snakemake reruns it for; its data is checked apart, by `verify_data`)."""
+        code, inputs = self._planned_identity(wildcards)
+        return f"identity.code={code} identity.inputs={inputs}"
+
+    def _planned_identity(self, wildcards) -> tuple[str, str]:
+        study, run = self.run_of(wildcards)
+        code_files = training_inputs.training_code(study, run, record=self.record)
+        code = digest_of(code_files)
+        inputs = digest_of(
+            self.train_configs(wildcards), code, self.run_overrides(wildcards), self.config["cpu_arithmetic"]
+        )
+        return code, inputs
+
+    def stale_results(self) -> dict[str, str]:
+        """{metrics.json: why it is not the current run's own result} of the runs whose metrics.json exists."""
+        stale = {}
+        for folder, (_, run) in self.runs.items():
+            metrics = Path(run.file(layout.RUN_METRICS))
+            if not metrics.is_file():
+                continue
+            try:
+                result = json.loads(metrics.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue  # unreadable: the readers' own check names it with its fix (`bnnrepro.files.read_json`)
+            problem = result_problem(result, folder, Path(run.file(layout.RUN_CONFIG)))
+            if problem is None:
+                wildcards = SimpleNamespace(scale=run.scale, study=run.study, run=run.id)
+                if result["identity"].get("inputs") != self._planned_identity(wildcards)[1]:
+                    problem = "it was made from other code, config files or settings than the run's current ones"
+            if problem is not None:
+                stale[str(metrics)] = problem
+        return stale
+
+
+def replan(stale: Mapping[str, str], dag) -> str | None:
+    """Add the `stale` results to the files Snakemake's `dag` forces to rerun (as --forcerun would), before it decides
+    what runs; the message for the workflow's log, None with nothing stale."""
+    if not stale:
+        return None
+    dag.forcefiles.update(stale)
+    listed = "; ".join(f"{file}: {why}" for file, why in list(stale.items())[:5]) + (" ..." if len(stale) > 5 else "")
+    return f"{len(stale)} run results do not match their runs as planned now, planned again: {listed}"
