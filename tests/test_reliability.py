@@ -178,7 +178,7 @@ def test_results_checked_out_after_a_run_of_an_edit_are_planned_again(tree: Path
     ("change", "why"),
     [
         ("copy", "it is the result of another run"),
-        ("nan", "'test_rmse' is not a finite number"),
+        ("nan", "its values are not those its job wrote"),
         ("drop", "it lacks 'train_seconds'"),
     ],
 )

@@ -192,8 +192,9 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     result = {
         "metrics": metrics, "history": history, "timing": timing, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path), "health": health,
-        "ran_on": ran_on(device, cfg.cpu_arithmetic), "identity": identity_record(cfg, digest),
+        "ran_on": ran_on(device, cfg.cpu_arithmetic),
     }  # fmt: skip
+    result["identity"] = identity_record(cfg, digest, result)
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})
     return result
 

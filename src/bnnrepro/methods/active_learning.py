@@ -225,8 +225,9 @@ def train_job(cfg: DictConfig, run: RunFolder, stop_after_round: int | None = No
     result = {
         "metrics": summary(history), "history": history, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path), "labelled": labelled.tolist(),
-        "ran_on": ran_on(device, cfg.cpu_arithmetic), "identity": identity_record(cfg, digest),
+        "ran_on": ran_on(device, cfg.cpu_arithmetic),
     }  # fmt: skip
+    result["identity"] = identity_record(cfg, digest, result)
     checkpoint = {"config_digest": digest, "model": predictor.state_dict(), "labelled": labelled.cpu()}
     if isinstance(acquisition, ReinforcedAcquisition):
         checkpoint["policy"] = acquisition.policy.state_dict()

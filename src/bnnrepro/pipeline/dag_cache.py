@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -46,6 +46,27 @@ def cached(record: Path | None, key: str, digest: str, compute: Callable[[], T])
         entries[key] = {"digest": digest, "value": value}
         write_atomic(record, lambda tmp: tmp.write_text(json.dumps(entries, indent=1, sort_keys=True)))
     return value
+
+
+def cached_each(
+    record: Path | None, key: str, signatures: Mapping[str, object], compute: Callable[[str], T]
+) -> dict[str, T]:
+    """{name: compute(name)} for each name of `signatures`, read from `record` where a name's signature (what JSON
+    holds, such as the sizes and times of the files `compute` reads) is the one recorded with it under `key`: only the
+    names whose signature changed are computed again, and the record keeps only the names given."""
+    entry = _read(record).get(key) if record is not None else None
+    known = entry.get("value") if isinstance(entry, dict) and isinstance(entry.get("value"), dict) else {}
+    fresh = {
+        name: known[name]
+        if isinstance(known.get(name), dict) and known[name].get("signature") == signature
+        else {"signature": signature, "value": compute(name)}
+        for name, signature in signatures.items()
+    }
+    if record is not None and fresh != known:
+        entries = _read(record)  # another process may have recorded other keys meanwhile
+        entries[key] = {"digest": None, "value": fresh}
+        write_atomic(record, lambda tmp: tmp.write_text(json.dumps(entries, indent=1, sort_keys=True)))
+    return {name: item["value"] for name, item in fresh.items()}
 
 
 def _read(record: Path) -> dict:

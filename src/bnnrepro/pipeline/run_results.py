@@ -16,10 +16,15 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from bnnrepro import layout
 from bnnrepro.pipeline import training_inputs
+from bnnrepro.pipeline.dag_cache import cached_each
 from bnnrepro.run_identity import digest_of, result_problem
+
+if TYPE_CHECKING:
+    from bnnrepro.pipeline.studies import Run
 
 
 class RunResults:
@@ -35,6 +40,7 @@ class RunResults:
         return f"identity.code={code} identity.inputs={inputs}"
 
     def _planned_identity(self, wildcards) -> tuple[str, str]:
+        """The digests of a run's code, and of its code, config files, overrides and CPU arithmetic."""
         study, run = self.run_of(wildcards)
         code_files = training_inputs.training_code(study, run, record=self.record)
         code = digest_of(code_files)
@@ -44,24 +50,46 @@ class RunResults:
         return code, inputs
 
     def stale_results(self) -> dict[str, str]:
-        """{metrics.json: why it is not the current run's own result} of the runs whose metrics.json exists."""
+        """{metrics.json: why it is not the current run's own result} of the runs whose metrics.json exists. What a
+        result records is read again only where its metrics.json or config.yaml changed (kept in the DAG record)."""
+        runs = {run.file(layout.RUN_METRICS): run for _, run in self.runs.values()}
+        signatures = {file: _signature(file, runs[file].file(layout.RUN_CONFIG)) for file in runs}
+        recorded = cached_each(
+            self.record, f"run_results/{self.config['scale']}",
+            {file: signature for file, signature in signatures.items() if signature[0] is not None},
+            lambda file: _recorded(file, runs[file]),
+        )  # fmt: skip
         stale = {}
-        for folder, (_, run) in self.runs.items():
-            metrics = Path(run.file(layout.RUN_METRICS))
-            if not metrics.is_file():
-                continue
-            try:
-                result = json.loads(metrics.read_text())
-            except (json.JSONDecodeError, UnicodeDecodeError):
+        for file, read in recorded.items():
+            if read is None:
                 continue  # unreadable: the readers' own check names it with its fix (`bnnrepro.files.read_json`)
-            problem = result_problem(result, folder, Path(run.file(layout.RUN_CONFIG)))
-            if problem is None:
-                wildcards = SimpleNamespace(scale=run.scale, study=run.study, run=run.id)
-                if result["identity"].get("inputs") != self._planned_identity(wildcards)[1]:
-                    problem = "it was made from other code, config files or settings than the run's current ones"
+            problem, inputs = read
+            if problem is None and inputs != self._planned_identity(_wildcards(runs[file]))[1]:
+                problem = "it was made from other code, config files or settings than the run's current ones"
             if problem is not None:
-                stale[str(metrics)] = problem
+                stale[file] = problem
         return stale
+
+
+def _wildcards(run: Run) -> SimpleNamespace:
+    return SimpleNamespace(scale=run.scale, study=run.study, run=run.id)
+
+
+def _signature(*files: str) -> list:
+    """Size and times of each of `files` (None for a missing one)."""
+    stats = [Path(file).stat() if Path(file).exists() else None for file in files]
+    return [None if s is None else [s.st_size, s.st_mtime_ns, s.st_ctime_ns] for s in stats]
+
+
+def _recorded(file: str, run: Run) -> list[str | None] | None:
+    """[why the result in `file` is not `run`'s own (None when it is), the inputs digest it records] (a list, as the
+    DAG record gives it back); None for a file that is no JSON."""
+    try:
+        result = json.loads(Path(file).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    problem = result_problem(result, run.folder, Path(run.file(layout.RUN_CONFIG)))
+    return [problem, None if problem else result["identity"].get("inputs")]
 
 
 def replan(stale: Mapping[str, str], dag) -> str | None:
