@@ -42,8 +42,11 @@ class RunResults:
     def _planned_identity(self, wildcards) -> tuple[str, str]:
         """The digests of a run's code, and of its code, config files, overrides and CPU arithmetic."""
         study, run = self.run_of(wildcards)
-        code_files = training_inputs.training_code(study, run, record=self.record)
-        code = digest_of(code_files)
+        code_files = tuple(training_inputs.training_code(study, run, record=self.record))
+        known = self.__dict__.setdefault("_code_digests", {})  # runs of one method share their code: one digest
+        if code_files not in known:
+            known[code_files] = digest_of(code_files)
+        code = known[code_files]
         inputs = digest_of(
             self.train_configs(wildcards), code, self.run_overrides(wildcards), self.config["cpu_arithmetic"]
         )
