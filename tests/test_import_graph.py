@@ -8,12 +8,16 @@ bnnrepro.x.y where that is a module, else to bnnrepro.x (a module, or a package'
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import bnnrepro
 from bnnrepro.methods import METHOD_MODULES
+from tests.conftest import ROOT
 
 PACKAGE_DIR = Path(bnnrepro.__file__).parent
 EVALUATION_PACKAGE = "bnnrepro.evaluations"
@@ -180,3 +184,18 @@ def test_cycles_through_function_level_and_package_imports_are_found(tmp_path: P
     (package / "d.py").write_text("from pkg.a import f\n")
     assert cycles(import_graph(package)) == [["pkg.a", "pkg.c", "pkg.d", "pkg.sub", "pkg.sub.b"]]
     assert cycles(package_graph(import_graph(package))) == [["pkg.a", "pkg.c", "pkg.d", "pkg.sub"]]
+
+
+def test_building_the_dag_loads_no_torch() -> None:
+    """What the workflow imports to build its DAG (the `bnnrepro` imports of workflow/rules/common.smk) loads no
+    torch: seconds of every `snakemake` call, a dry run's included (control: an import of training code loads it)."""
+    imports = re.findall(r"^from bnnrepro[^\n]*", (ROOT / "workflow/rules/common.smk").read_text(), re.M)
+    assert "from bnnrepro.pipeline.plan import Plan, PlanError" in imports
+
+    def loads_torch(lines: list[str]) -> bool:
+        code = "\n".join([*lines, "import sys", "print('torch' in sys.modules)"])
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        return result.stdout == "True\n"
+
+    assert not loads_torch(imports)
+    assert loads_torch(["from bnnrepro import runs"])

@@ -21,8 +21,6 @@ import os
 import platform
 from pathlib import Path
 
-import torch
-
 SETTINGS: dict[str, dict[str, str]] = {
     "portable": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"},
     "native": {},
@@ -43,7 +41,7 @@ def environment(setting: str) -> dict[str, str]:
 def check(setting: str) -> None:
     """Stop a job whose torch runs other kernels than `setting` pins (its variables were not set before torch loaded,
     or the CPU lacks the instructions), with the fix."""
-    wanted, running = CAPABILITY.get(setting), torch.backends.cpu.get_cpu_capability()
+    wanted, running = CAPABILITY.get(setting), running_kernels()
     if wanted is not None and running != wanted:
         variables = " ".join(f"{k}={v}" for k, v in environment(setting).items())
         raise RuntimeError(
@@ -51,6 +49,14 @@ def check(setting: str) -> None:
             f"start it with {variables} in its environment (the workflow sets them), or use cpu_arithmetic=native "
             "on a CPU without AVX2, whose numbers then follow the CPU"
         )
+
+
+def running_kernels() -> str:
+    """The ATen kernels this process's torch runs. torch is imported here, not with the module: the workflow reads
+    `environment` while it builds the DAG, where loading torch would add seconds to every `snakemake` call."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
 
 
 def cpu_model() -> str:
@@ -68,6 +74,6 @@ def describe(setting: str) -> dict:
     return {
         "cpu_arithmetic": setting,
         "cpu": cpu_model(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_capability": running_kernels(),
         "variables": {name: os.environ.get(name) for name in VARIABLES},
     }
