@@ -129,6 +129,7 @@ def tree_and_sources(tmp_path: Path) -> Path:
         write_result(tmp_path / name)
         os.utime(tmp_path / name, ns=(0, (100_000 + i) * 10**9))
     record(FILES, MANIFEST, tmp_path, SOURCES)
+    os.utime(tmp_path / MANIFEST, ns=(0, (100_000 + len(FILES)) * 10**9))  # written last, as the workflow does
     return tmp_path
 
 

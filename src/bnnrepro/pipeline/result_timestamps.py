@@ -132,9 +132,9 @@ def outdate_changed_sources(manifest: Path, sources: list[str], root: Path = Pat
 
 
 def restore(manifest: Path, root: Path = Path(), sources: list[str] = ()) -> int:
-    """Put back the recorded time order of the results after a DVC checkout, a clone or a `touch`, later than every
-    one of `sources` whose content is the recorded one; return the number of files whose times were set (0 when
-    they are so already, or the tree is not the recorded one).
+    """Put back the recorded time order of the results after a DVC checkout or a clone, or after one of `sources` was
+    touched since the record with its recorded content, later than every source whose content is the recorded one;
+    return the number of files whose times were set (0 when nothing needs it, or the tree is not the recorded one).
 
     Restored times start at the oldest current time among the files (or just after the newest such source), so that
     results checked out after a git clone stay newer than the clone's code and configuration."""
@@ -147,16 +147,19 @@ def restore(manifest: Path, root: Path = Path(), sources: list[str] = ()) -> int
         return 0  # a partial tree: Snakemake reruns what is missing
     if any(s.st_size != f.size for s, f in zip(stats, recorded, strict=True)):
         return 0
+    current = [s.st_mtime_ns for s in stats]
+    known = {f.path: f for f in load_sources(root / manifest)}
+    record_time = (root / manifest).stat().st_mtime_ns
+    touched = [
+        n for n in sources if (root / n).stat().st_mtime_ns > record_time and recorded_content(known.get(n), root / n)
+    ]
+    if all(a <= b for a, b in zip(current, current[1:], strict=False)) and not touched:
+        return 0  # in recorded order, no source touched since (the usual case: nothing was checked out or touched)
     moved = [f for f, s in zip(recorded, stats, strict=True) if s.st_mtime_ns != f.mtime_ns]
     if any(file_md5(root / f.path) != f.md5 for f in reversed(moved)):
         return 0  # changed content: not a checkout of the recorded run
-    known = {f.path: f for f in load_sources(root / manifest)}
     current_sources = [name for name in sources if recorded_content(known.get(name), root / name)]
     newest_source = max(((root / name).stat().st_mtime_ns for name in current_sources), default=0)
-    current = [s.st_mtime_ns for s in stats]
-    in_order = all(a <= b for a, b in zip(current, current[1:], strict=False))
-    if in_order and min(current, default=newest_source + 1) > newest_source:
-        return 0  # in recorded order, after their sources (the usual case: nothing was checked out or touched)
     base, rank, previous_time = max(min(current), newest_source + 1), 0, None
     for entry, stat in zip(recorded, stats, strict=True):
         if previous_time is not None and entry.mtime_ns != previous_time:
