@@ -123,7 +123,8 @@ def test_raw_files_are_checked_by_content_before_every_call_s_jobs(tmp_path: Pat
     # the fix the message gives: the folder then lacks a file, which is fetched again (here from DVC's cache) before
     # the data is prepared again
     raw.unlink()
-    assert "lacks homes.csv" in run(dry, project).stderr
+    sent_back = run(dry, project)
+    assert "lacks homes.csv" in sent_back.stdout + sent_back.stderr  # in the workflow's log
     prepared.unlink()
     data = [*CALL[:3], str(prepared.relative_to(project)), *CALL[3:]]
     assert {"fetch", "prepare_download"} <= set(jobs_run(run(data, project)))

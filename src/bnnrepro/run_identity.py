@@ -38,24 +38,22 @@ def result_seal(result: Mapping) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, computed once per process for each (path, size, modification time)."""
+    """SHA-256 of a file's bytes, computed once per process for each (path, size, times)."""
     stat = path.stat()
-    return _file_digest(path, stat.st_size, stat.st_mtime_ns)
+    return _file_digest(path, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 @cache
-def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
+def _file_digest(path: Path, size: int, mtime_ns: int, ctime_ns: int) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def digest_of(files: Iterable[str], *values: str, root: Path = Path()) -> str:
-    """SHA-256 over each file's project path and content digest (`files`: paths relative to `root`), then `values`."""
-    digest = hashlib.sha256()
-    for name in sorted(set(files)):
-        digest.update(f"{name}\0{file_digest(root / name)}\0".encode())
-    for value in values:
-        digest.update(f"{value}\0".encode())
-    return digest.hexdigest()
+    """SHA-256 of a line '<sha256 of the file>  <path>' per file (`files`: paths relative to `root`) in path order,
+    the format of `sha256sum`, then a line per value: the committed batches' code digests
+    (`bnnrepro.fidelity.code_digest`) are this digest of their code and config files."""
+    lines = [f"{file_digest(root / name)}  {name}\n" for name in sorted(set(files))]
+    return hashlib.sha256("".join([*lines, *(f"{value}\n" for value in values)]).encode()).hexdigest()
 
 
 def result_problem(result: object, run_dir: str, config_file: Path) -> str | None:

@@ -66,7 +66,8 @@ try:
         configfiles=workflow.overwrite_configfiles,
     )
     if workflow.is_main_process:
-        PLAN.verify_data()
+        for message in PLAN.verify_data():
+            logger.info(message)
 except PlanError as err:
     raise WorkflowError(str(err)) from None
 

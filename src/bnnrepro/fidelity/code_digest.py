@@ -23,7 +23,6 @@ same files; the dataset is in the key because the dataset's config and protocol 
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import os
@@ -33,6 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import bnnrepro
+from bnnrepro.run_identity import digest_of
 
 
 def _training_inputs(study_name: str, scale: str, run_ids: list[str]) -> dict[str, list]:
@@ -100,9 +100,9 @@ def tree_inputs(tree: Path, study_name: str, scale: str, run_ids: Iterable[str])
 
 
 def files_digest(tree: Path, files: Iterable[str]) -> str:
-    """The sha256 of '<sha256 of the file>  <path>' lines, one per file of `tree` in path order."""
-    lines = [f"{hashlib.sha256((tree / file).read_bytes()).hexdigest()}  {file}\n" for file in sorted(set(files))]
-    return hashlib.sha256("".join(lines).encode()).hexdigest()
+    """The sha256 of '<sha256 of the file>  <path>' lines, one per file of `tree` in path order
+    (`bnnrepro.run_identity.digest_of`, which the training runs record too)."""
+    return digest_of(files, root=tree)
 
 
 def run_digest(tree: Path, study_name: str, scale: str, run_id: str) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -166,19 +165,19 @@ class Plan(DataJobInputs, RunResults):
             f"`python -m bnnrepro.fidelity targets {wildcards.study} --scale {wildcards.scale}` lists them"
         )
 
-    def verify_data(self) -> None:
+    def verify_data(self) -> list[str]:
         """The data the runs and config 'datasets' read, checked before any job starts: each download's raw files and
         its prepared data's record of them against the registry (`bnnrepro.pipeline.data_checks`; a folder that lacks
-        a file is sent back to be fetched, and said so on stderr), and each prepared file the runs read opened. A
-        truncated file would otherwise rerun every run that reads it (deleting their results first) only for each job
-        to fail on it (`bnnrepro.pipeline.result_checks`)."""
+        a file is sent back to be fetched), and each prepared file the runs read opened. A truncated file would
+        otherwise rerun every run that reads it (deleting their results first) only for each job to fail on it
+        (`bnnrepro.pipeline.result_checks`). Returns what the workflow's log says: the folders sent back."""
         data_files = [run.data_file(self.real_data) for _, run in self.runs.values()]
         try:
-            for message in data_checks.check_downloads([*data_files, *self.prepared_datasets()], self.record):
-                print(message, file=sys.stderr)
+            messages = data_checks.check_downloads([*data_files, *self.prepared_datasets()], self.record)
             verify_files(data_files, self.record)
         except (data_checks.DataCheckError, UnreadableFileError) as err:
             raise PlanError(str(err)) from None
+        return messages
 
     # --- input lists ---
 
