@@ -20,6 +20,7 @@ import pytest
 from bnnrepro import layout
 from bnnrepro.data.raw_content import raw_record_file
 from tests.conftest import ROOT, copy_project, csv_download_entry, run
+from tests.test_pipeline import scheduled_jobs
 
 STUDY = "paper: own\ngrids:\n  main: {method: [mc_dropout], dataset: [homes], dataset.split: [0], seed: [0]}\n"
 RUN = "results/smoke/homes/runs/mc_dropout/homes/split=0/seed=0/metrics.json"
@@ -123,12 +124,17 @@ def test_raw_files_are_checked_by_content_before_every_call_s_jobs(tmp_path: Pat
     # the fix the message gives: the folder then lacks a file, which is fetched again (here from DVC's cache) before
     # the data is prepared again
     raw.unlink()
-    sent_back = run(dry, project)
-    assert "lacks homes.csv" in sent_back.stdout + sent_back.stderr  # in the workflow's log
+    planned = run(dry, project)
+    assert "lacks homes.csv; a run moves its files to" in planned.stdout + planned.stderr  # in the workflow's log
+    assert scheduled_jobs(planned.stdout) == {"fetch": 1}  # the folder is `ancient` to the prepared data
+    assert sorted(p.name for p in raw.parent.parent.iterdir()) == ["homes"]  # the dry run moved nothing
     prepared.unlink()
     data = [*CALL[:3], str(prepared.relative_to(project)), *CALL[3:]]
-    assert {"fetch", "prepare_download"} <= set(jobs_run(run(data, project)))
+    made = run(data, project)
+    assert "lacks homes.csv; its files are moved to" in made.stdout + made.stderr
+    assert {"fetch", "prepare_download"} <= set(jobs_run(made))
     assert raw.read_bytes() == body and server.requests.count("/homes/homes.csv") == 1
+    assert sorted(p.name for p in raw.parent.parent.iterdir()) == ["homes"]  # DVC's cache completed it: no staging
 
     # a new mirror that is down, the files not in DVC's cache: the verified folder stays, and Snakemake says so
     shutil.rmtree(project / ".dvc/cache")

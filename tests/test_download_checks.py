@@ -90,7 +90,10 @@ def test_a_folder_that_lacks_a_file_is_sent_back_and_only_that_file_fetched_agai
     base, _, server = mirror
     folder = raw(homes).parent
     raw(homes, "notes.txt").unlink()
-    (message,) = check_downloads([PREPARED], None)
+    (incomplete,) = check_downloads([PREPARED], None)
+    assert incomplete.missing == ("notes.txt",) and raw(homes).is_file()  # checking moves nothing
+    assert "lacks notes.txt; a run moves its files to" in incomplete.planned()
+    message = incomplete.send_back()  # what a run does before it builds its plan
     assert "lacks notes.txt" in message and str(staging_folder(folder)) in message
     assert not folder.exists() and (staging_folder(folder) / "homes.csv").read_bytes() == TABLE  # nothing is lost
     server.requests.clear()

@@ -160,18 +160,67 @@ def test_a_copied_project_is_current_and_runs_its_own_code(built_study: Path, tm
     assert "the copy's code" in (copy / GP_RUN / "train.log").read_text()
 
 
-def test_results_checked_out_after_a_run_of_an_edit_are_planned_again(tree: Path) -> None:
-    """Edit, run, `dvc checkout --force`: the results are the earlier config's again, while Snakemake's records
-    describe those they replaced (which had the edit); each metrics.json's identity tells them apart."""
+@pytest.mark.parametrize("checkout", ["dvc checkout", "git stash, dvc checkout, git stash pop"])
+def test_results_checked_out_after_a_run_of_an_edit_are_planned_again(tree: Path, checkout: str) -> None:
+    """Edit, run, `dvc checkout --force` (or with the edit stashed meanwhile): the results are the earlier config's
+    again, while Snakemake's records describe those they replaced (which had the edit); each metrics.json's identity
+    tells them apart."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    run([*git, "add", "config"], tree)
+    run([*git, "commit", "-qm", "config"], tree)
     method = tree / "config/train/method/gp.yaml"
     method.write_text(method.read_text() + "\n# an edit\n")
     run(["snakemake", "--cores", "1"], tree)
+    stashed = checkout.startswith("git stash")
+    if stashed:
+        run([*git, "stash", "-q"], tree)
     run(["dvc", "checkout", "-q", "--force", "report"], tree)
+    if stashed:
+        run([*git, "stash", "pop", "-q"], tree)
+        assert "# an edit" in method.read_text()
     planned = run(["snakemake", "-n"], tree).stdout
     assert "2 run results do not match their runs as planned now, planned again" in planned
     assert sorted(str(Path(f).parent) for f in planned_outputs(planned, "train")) == [
         f"{RUNS}/gp/sklearn_diabetes/split={split}/seed=0" for split in (0, 1)
     ]
+
+
+def tree_state(tree: Path) -> dict[str, tuple[int, int]]:
+    """The size and modification time of every file and folder of the project but Snakemake's own records."""
+    state = {}
+    for folder, folders, files in os.walk(tree):
+        folders[:] = [name for name in folders if name != ".snakemake"]
+        for path in [Path(folder), *(Path(folder) / name for name in files)]:
+            stat = path.lstat()
+            state[str(path.relative_to(tree))] = (stat.st_size, stat.st_mtime_ns)
+    return state
+
+
+def test_a_dry_run_changes_nothing_on_disk_and_plans_what_the_run_does(tree: Path) -> None:
+    """A checkout of a config the results were not made from, then the results pulled (new times, newest first) and
+    the code touched: a run first puts the results' times back in order and gives the changed config the current time
+    (bnnrepro.pipeline.run_steps.TreeRepairs). A dry run changes no file and plans what that run then does (control:
+    before it, the dry run set the times itself)."""
+    method = tree / "config/train/method/gp.yaml"
+    method.write_text(method.read_text() + "\n# a config no result was made from\n")
+    recorded = [entry["path"] for entry in json.loads((tree / "results/smoke/timestamps.json").read_text())["files"]]
+    now = time.time_ns()
+    for i, name in enumerate(reversed([*recorded, "results/smoke/timestamps.json"])):
+        os.utime(tree / name, ns=(now + i * 10**6,) * 2)  # dvc pull: the same bytes, newer than the config
+    for source in (tree / "src/bnnrepro").glob("*.py"):
+        source.touch()
+    before = tree_state(tree)
+    planned = run(["snakemake", "-n"], tree)
+    assert tree_state(tree) == before
+    log = planned.stdout + planned.stderr
+    assert f"A run restores the recorded time order of {len(recorded)} cached result files" in log
+    assert "1 source files differ from those the results" in log and "config/train/method/gp.yaml" in log
+    jobs = scheduled_jobs(planned.stdout)
+    assert jobs["train"] == 2  # the gp runs, which compose the changed config; nothing for the touched code
+    made = run(["snakemake", "--cores", "1"], tree)
+    assert f"Restored the recorded time order of {len(recorded)} cached result files" in made.stdout + made.stderr
+    assert scheduled_jobs(made.stdout + made.stderr) == jobs
+    assert nothing_to_do(run(["snakemake", "-n"], tree).stdout)
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from bnnrepro import cpu_arithmetic, layout
+from bnnrepro.data.fetch import staging_folder
 from bnnrepro.pipeline import run_steps
 from bnnrepro.pipeline.input_lists import NAME_PATTERN as INPUT_LIST_NAME
 from bnnrepro.pipeline.method_tasks import KNOWN_TASKS
@@ -50,14 +51,9 @@ TIMESTAMPS = layout.timestamps_file(SCALE)
 # then evaluations, whose figures wait on them.
 DATA_PRIORITY, EVALUATION_PRIORITY = 2, 1
 
-# Before the DAG is built, in the main process: results checked out by DVC get back their time order, and sources
-# that differ from those the results were made from look new (run_steps.restore_result_times).
-if workflow.is_main_process:
-    for message in run_steps.restore_result_times(Path(TIMESTAMPS)):
-        logger.info(message)
-
 # The plan reads and checks the configuration (a cluster job's own Snakemake trusts the main process's override
-# checks); the main process then checks the prepared data the runs read.
+# checks); the main process then checks the prepared data the runs read, and finds what it changes in the tree before
+# Snakemake decides what runs (run_steps.TreeRepairs, made by the first input function Snakemake asks: `planned`).
 try:
     PLAN = Plan.build(
         config,
@@ -66,8 +62,7 @@ try:
         configfiles=workflow.overwrite_configfiles,
     )
     if workflow.is_main_process:
-        for message in PLAN.verify_data():
-            logger.info(message)
+        REPAIRS = run_steps.TreeRepairs(Path(TIMESTAMPS), PLAN.verify_data())
 except PlanError as err:
     raise WorkflowError(str(err)) from None
 
@@ -77,9 +72,15 @@ JOB_SERVER = run_steps.RunJobServer(config["job_server"], config["threads_per_jo
 
 
 def planned(method):
-    """An input function of the plan whose errors read as the workflow's (a run or input list no job has)."""
+    """An input function of the plan whose errors read as the workflow's (a run or input list no job has). The first
+    one Snakemake asks, while it builds the DAG and before it decides what runs, makes the tree repairs (on disk, or in
+    a dry run in Snakemake's view only: run_steps.TreeRepairs)."""
 
     def input_function(wildcards):
+        if workflow.is_main_process:
+            view = (workflow.dryrun, workflow.iocache.mtime, workflow.dag.forcefiles)
+            for message in REPAIRS.make(*view):
+                logger.info(message)
         try:
             return method(wildcards)
         except PlanError as err:
@@ -88,6 +89,7 @@ def planned(method):
     return input_function
 
 
+@planned
 def every_result(wildcards):
     """The default target's inputs, every result (PLAN.result_files); asked for while Snakemake builds the DAG, before
     it decides what runs: results that are not the current runs' own (a DVC checkout, a copy) are planned again

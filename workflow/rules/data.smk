@@ -24,7 +24,8 @@ rule generate_data:
 
 # The download folder is updated in place (`update`): Snakemake keeps it while the fetch runs (a new mirror, source or
 # entry), and puts it back if the fetch fails, so a failed fetch loses no verified file. The fetch itself replaces it
-# only once every new file is verified (bnnrepro.data.fetch).
+# only once every new file is verified (bnnrepro.data.fetch), or DVC restores it from its cache; then the staging folder
+# of a folder sent back to be completed (bnnrepro.pipeline.data_checks) goes.
 rule fetch:
     output:
         raw=update(directory(layout.raw_download_folder())),
@@ -40,9 +41,10 @@ rule fetch:
         mirror=PLAN.data_mirror(),
         source=PLAN.data_source(),
         files=PLAN.download_source,
+        staging=lambda wildcards, output: staging_folder(Path(output.raw)),
     shell:
         "BNNREPRO_DATA_MIRROR={params.mirror} BNNREPRO_DATA_SOURCE={params.source} "
-        "dvc repro --single-item data/dvc.yaml:fetch@{wildcards.download} > {log} 2>&1"
+        "dvc repro --single-item data/dvc.yaml:fetch@{wildcards.download} > {log} 2>&1 && rm -rf {params.staging:q}"
 
 
 # The registry entry of a download, written when it changes: prepare_download's input in place of a params entry, so
@@ -68,7 +70,7 @@ rule prepare_download:
     input:
         raw=ancient(rules.fetch.output.raw),
         declared=rules.declare_download.output,
-        code=PLAN.download_code("prepare"),
+        code=planned(PLAN.download_code("prepare")),
     output:
         layout.prepared_download_file(),
     log:

@@ -2,8 +2,9 @@
 
 - each raw folder against the registry (`check_raw_folder`): a file whose md5 is not the registry's stops the run,
   naming it, both digests and the fix (unless the registry changed since the fetch, which fetches it again anyway); a
-  folder that lacks a file goes back into its fetch's staging folder, from which the fetch completes it before the
-  data is prepared again (DVC restores it from its cache, or only the missing files are downloaded);
+  folder that lacks a file is an `IncompleteDownload`: before a run it goes back into its fetch's staging folder,
+  from which the fetch completes it before the data is prepared again (DVC restores it from its cache, or only the
+  missing files are downloaded); a dry run plans that fetch and moves nothing;
 - the record of the raw files each prepared file was made from (`bnnrepro.data.raw_content.raw_record_file`): data
   prepared from other files stops the run with the fix, unless it is to be prepared again anyway;
 - the header of a CSV table already fetched (`check_local_tables`), where its file is the registry's.
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -74,10 +75,39 @@ def fetched_md5s(entry: Download) -> dict[str, str]:
     return {file["name"]: file["md5"] for file in params.get(f"downloads.{entry.name}", {}).get("files", [])}
 
 
-def check_raw_folder(entry: Download, record: Path | None) -> str | None:
-    """Check the entry's raw folder by content (see the module's docstring): DataCheckError for a changed file; for a
-    folder that lacks one, move it back into its staging folder and say so. A staging folder left beside a folder
-    whose files are all the registry's (DVC restored it from its cache) is removed."""
+@dataclass(frozen=True)
+class IncompleteDownload:
+    """A download folder that lacks registry files: the workflow fetches it again."""
+
+    name: str
+    folder: Path
+    missing: tuple[str, ...]
+
+    def send_back(self) -> str:
+        """Move the folder's files into its fetch's staging folder (the files there are verified again before they
+        are kept), so that the workflow fetches it: the message saying so."""
+        staging = staging_folder(self.folder)
+        staging.mkdir(exist_ok=True)
+        for path in self.folder.iterdir():
+            os.replace(path, staging / path.name)
+        self.folder.rmdir()
+        return (
+            f"dataset {self.name}: {self.folder} lacks {', '.join(self.missing)}; its files are moved to {staging}/, "
+            "from which the fetch completes it before the data is prepared again (from DVC's cache, or downloading "
+            "only the missing files)"
+        )
+
+    def planned(self) -> str:
+        """What a dry run says of it (it moves nothing, and plans the fetch)."""
+        return (
+            f"dataset {self.name}: {self.folder} lacks {', '.join(self.missing)}; a run moves its files to "
+            f"{staging_folder(self.folder)}/ and fetches it (this dry run moves nothing)"
+        )
+
+
+def check_raw_folder(entry: Download, record: Path | None) -> IncompleteDownload | None:
+    """Check the entry's raw folder by content (see the module's docstring): DataCheckError for a changed file; the
+    folder as an `IncompleteDownload` where it lacks one. Reads and changes nothing else."""
     folder = raw_folder(entry)
     if not folder.is_dir() or is_package_folder(folder):
         return None
@@ -89,25 +119,8 @@ def check_raw_folder(entry: Download, record: Path | None) -> str | None:
         if in_place:
             raise DataCheckError(changed_message(entry, folder, found, in_place))
     if missing := missing_names(entry, found):
-        return send_back(entry, folder, missing)
-    if not changed and staging_folder(folder).is_dir():
-        shutil.rmtree(staging_folder(folder))
+        return IncompleteDownload(entry.name, folder, tuple(missing))
     return None
-
-
-def send_back(entry: Download, folder: Path, missing: list[str]) -> str:
-    """Move a download folder that lacks files into its fetch's staging folder (the files there are verified again
-    before they are kept), so that the workflow fetches it: the message saying so."""
-    staging = staging_folder(folder)
-    staging.mkdir(exist_ok=True)
-    for path in folder.iterdir():
-        os.replace(path, staging / path.name)
-    folder.rmdir()
-    return (
-        f"dataset {entry.name}: {folder} lacks {', '.join(missing)}; its files are moved to {staging}/, from which "
-        "the fetch completes it before the data is prepared again (from DVC's cache, or downloading only the missing "
-        "files)"
-    )
 
 
 def check_prepared_record(entry: Download) -> None:
@@ -130,18 +143,18 @@ def declaration_current(entry: Download) -> bool:
     return text.strip() == DataJobInputs.registry_entry(SimpleNamespace(download=entry.name))
 
 
-def check_downloads(prepared_files: Iterable[str], record: Path | None) -> list[str]:
+def check_downloads(prepared_files: Iterable[str], record: Path | None) -> list[IncompleteDownload]:
     """Check the raw folder and the prepared data's record of each download whose real data is among
-    `prepared_files`; DataCheckError names a problem and its fix, and the messages returned the folders that the
-    workflow fetches again."""
+    `prepared_files`; DataCheckError names a problem and its fix; returned, the folders that the workflow fetches
+    again."""
     wanted = set(prepared_files)
-    messages = []
+    incomplete = []
     for entry in downloads():
         if entry.prepared_file(standin=False) in wanted:
-            if message := check_raw_folder(entry, record):
-                messages.append(message)
+            if folder := check_raw_folder(entry, record):
+                incomplete.append(folder)
             check_prepared_record(entry)
-    return messages
+    return incomplete
 
 
 def check_local_tables(names: Iterable[str], record: Path | None) -> None:

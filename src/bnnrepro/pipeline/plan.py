@@ -165,19 +165,19 @@ class Plan(DataJobInputs, RunResults):
             f"`python -m bnnrepro.fidelity targets {wildcards.study} --scale {wildcards.scale}` lists them"
         )
 
-    def verify_data(self) -> list[str]:
+    def verify_data(self) -> list[data_checks.IncompleteDownload]:
         """The data the runs and config 'datasets' read, checked before any job starts: each download's raw files and
-        its prepared data's record of them against the registry (`bnnrepro.pipeline.data_checks`; a folder that lacks
-        a file is sent back to be fetched), and each prepared file the runs read opened. A truncated file would
-        otherwise rerun every run that reads it (deleting their results first) only for each job to fail on it
-        (`bnnrepro.pipeline.result_checks`). Returns what the workflow's log says: the folders sent back."""
+        its prepared data's record of them against the registry (`bnnrepro.pipeline.data_checks`), and each prepared
+        file the runs read opened. A truncated file would otherwise rerun every run that reads it (deleting their
+        results first) only for each job to fail on it (`bnnrepro.pipeline.result_checks`). Returns the download
+        folders that lack files, for the workflow to fetch again; changes nothing."""
         data_files = [run.data_file(self.real_data) for _, run in self.runs.values()]
         try:
-            messages = data_checks.check_downloads([*data_files, *self.prepared_datasets()], self.record)
+            incomplete = data_checks.check_downloads([*data_files, *self.prepared_datasets()], self.record)
             verify_files(data_files, self.record)
         except (data_checks.DataCheckError, UnreadableFileError) as err:
             raise PlanError(str(err)) from None
-        return messages
+        return incomplete
 
     # --- input lists ---
 

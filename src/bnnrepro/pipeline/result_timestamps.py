@@ -110,43 +110,61 @@ def recorded_content(known: RecordedFile | None, path: Path) -> bool:
     return known.size == stat.st_size and file_md5(path) == known.md5
 
 
-def outdate_changed_sources(manifest: Path, sources: list[str], root: Path = Path()) -> list[str]:
-    """Give the current time to each of `sources` that is not in the record, or whose content is not the recorded
-    one, and that is not newer than the record (one newer was edited since: its time reruns what reads it); return
-    their paths. Nothing without a record, or with one that recorded no sources."""
+def changed_sources(
+    manifest: Path, sources: list[str], root: Path = Path(), record_time: int | None = None
+) -> list[str]:
+    """The `sources` not in the record, or whose content is not the recorded one, and that are not newer than the
+    record (`record_time`, by default its file's; one newer was edited since: its time reruns what reads it). None
+    without a record, or with one that recorded no sources."""
     if not (root / manifest).exists():
         return []
     recorded = {f.path: f for f in load_sources(root / manifest)}
     if not recorded:
         return []
-    record_time = (root / manifest).stat().st_mtime_ns
-    outdated = [
+    record_time = (root / manifest).stat().st_mtime_ns if record_time is None else record_time
+    return [
         name
         for name in sources
         if (root / name).stat().st_mtime_ns <= record_time and not recorded_content(recorded.get(name), root / name)
     ]
-    now = max(time.time_ns(), record_time + 1)
-    for name in outdated:
-        os.utime(root / name, ns=(now, now))
+
+
+def outdating_time(record_time: int) -> int:
+    """The time changed sources get: now, and after the record."""
+    return max(time.time_ns(), record_time + 1)
+
+
+def set_times(times: dict[str, int], root: Path = Path()) -> None:
+    """Give each file of `times` its modification time (ns), keeping its access time."""
+    for name, mtime_ns in times.items():
+        os.utime(root / name, ns=((root / name).stat().st_atime_ns, mtime_ns))
+
+
+def outdate_changed_sources(manifest: Path, sources: list[str], root: Path = Path()) -> list[str]:
+    """Give the current time to the `changed_sources`; return their paths."""
+    outdated = changed_sources(manifest, sources, root)
+    if outdated:
+        set_times(dict.fromkeys(outdated, outdating_time((root / manifest).stat().st_mtime_ns)), root)
     return outdated
 
 
-def restore(manifest: Path, root: Path = Path(), sources: list[str] = ()) -> int:
-    """Put back the recorded time order of the results after a DVC checkout or a clone, or after one of `sources` was
-    touched since the record with its recorded content, later than every source whose content is the recorded one;
-    return the number of files whose times were set (0 when nothing needs it, or the tree is not the recorded one).
+def restored_times(manifest: Path, root: Path = Path(), sources: list[str] = ()) -> dict[str, int]:
+    """{path: modification time (ns)} that put back the recorded time order of the results after a DVC checkout or
+    a clone, or after one of `sources` was touched since the record with its recorded content, later than every
+    source whose content is the recorded one; the manifest's own time last. {} when nothing needs it, or the tree is
+    not the recorded one.
 
     Restored times start at the oldest current time among the files (or just after the newest such source), so that
     results checked out after a git clone stay newer than the clone's code and configuration."""
     if not (root / manifest).exists():
-        return 0
+        return {}
     recorded = load(root / manifest)
     try:
         stats = [(root / f.path).stat() for f in recorded]
     except FileNotFoundError:
-        return 0  # a partial tree: Snakemake reruns what is missing
+        return {}  # a partial tree: Snakemake reruns what is missing
     if any(s.st_size != f.size for s, f in zip(stats, recorded, strict=True)):
-        return 0
+        return {}
     current = [s.st_mtime_ns for s in stats]
     known = {f.path: f for f in load_sources(root / manifest)}
     record_time = (root / manifest).stat().st_mtime_ns
@@ -154,18 +172,24 @@ def restore(manifest: Path, root: Path = Path(), sources: list[str] = ()) -> int
         n for n in sources if (root / n).stat().st_mtime_ns > record_time and recorded_content(known.get(n), root / n)
     ]
     if all(a <= b for a, b in zip(current, current[1:], strict=False)) and not touched:
-        return 0  # in recorded order, no source touched since (the usual case: nothing was checked out or touched)
+        return {}  # in recorded order, no source touched since (the usual case: nothing was checked out or touched)
     moved = [f for f, s in zip(recorded, stats, strict=True) if s.st_mtime_ns != f.mtime_ns]
     if any(file_md5(root / f.path) != f.md5 for f in reversed(moved)):
-        return 0  # changed content: not a checkout of the recorded run
+        return {}  # changed content: not a checkout of the recorded run
     current_sources = [name for name in sources if recorded_content(known.get(name), root / name)]
     newest_source = max(((root / name).stat().st_mtime_ns for name in current_sources), default=0)
-    base, rank, previous_time = max(min(current), newest_source + 1), 0, None
-    for entry, stat in zip(recorded, stats, strict=True):
+    base, rank, previous_time, times = max(min(current), newest_source + 1), 0, None, {}
+    for entry in recorded:
         if previous_time is not None and entry.mtime_ns != previous_time:
             rank += 1
         previous_time = entry.mtime_ns
-        os.utime(root / entry.path, ns=(stat.st_atime_ns, base + rank * RESTORED_SPACING_NS))
-    manifest_time = base + (rank + 1) * RESTORED_SPACING_NS
-    os.utime(root / manifest, ns=(manifest_time, manifest_time))
-    return len(recorded)
+        times[entry.path] = base + rank * RESTORED_SPACING_NS
+    times[str(manifest)] = base + (rank + 1) * RESTORED_SPACING_NS
+    return times
+
+
+def restore(manifest: Path, root: Path = Path(), sources: list[str] = ()) -> int:
+    """Set the `restored_times`; return the number of result files whose times were set (0 when none needed it)."""
+    times = restored_times(manifest, root, sources)
+    set_times(times, root)
+    return max(len(times) - 1, 0)

@@ -1,7 +1,9 @@
 """The steps of a workflow run besides its jobs, each named once for the Snakefile and the README:
 
-- before the DAG is built (main process): `restore_result_times` (results checked out by DVC get back their recorded
-  time order; sources that differ from those the results were made from look new) and `Plan.verify_data`;
+- while the DAG is built (main process): `TreeRepairs` (results checked out by DVC get back their recorded time
+  order; sources that differ from those the results were made from look new; download folders that lack files go
+  back to their fetch), found by `Plan.verify_data` and the timestamps record, made on disk (in a dry run, only in
+  Snakemake's view);
 - `onstart`: `check_device` (device=cuda without a GPU stops the run), `RunJobServer.start` and
   `interrupt_jobs_with_the_workflow`;
 - `onsuccess`/`onerror`: `RunJobServer.stop`, `drop_superseded_report` or `set_aside_outdated_report`, and
@@ -21,29 +23,86 @@ import threading
 from pathlib import Path
 
 import psutil
+from snakemake_interface_storage_plugins.io import Mtime
 
 from bnnrepro import layout
+from bnnrepro.pipeline.data_checks import IncompleteDownload
 from bnnrepro.pipeline.job_server import ADDRESS_VARIABLE, StartedServer, server_environment
-from bnnrepro.pipeline.result_timestamps import outdate_changed_sources, restore, workflow_source_files
+from bnnrepro.pipeline.result_timestamps import (
+    changed_sources,
+    outdating_time,
+    restored_times,
+    set_times,
+    workflow_source_files,
+)
 from bnnrepro.report import files as report_files
 
 OUTDATED_REPORT = f"{layout.REPORTS}/report-outdated.pdf"
 
 
-def restore_result_times(timestamps: Path) -> list[str]:
-    """Results checked out by `dvc pull`/`dvc checkout` carry new, shuffled modification times: put back the order
-    recorded when they were made, so that Snakemake sees them as up to date. Then a source file (code, config) whose
-    content is not the one the recorded results were made from, but that looks older than them (a checkout, pull or
-    copy), gets the current time, so that Snakemake reruns what reads it (`bnnrepro.pipeline.result_timestamps`)."""
-    messages = []
-    if restored := restore(timestamps, sources=workflow_source_files()):
-        messages.append(f"Restored the recorded time order of {restored} cached result files ({timestamps}).")
-    if outdated := outdate_changed_sources(timestamps, workflow_source_files()):
-        messages.append(
-            f"{len(outdated)} source files differ from those the results in {timestamps} were made from; the jobs "
-            f"that read them run again: {', '.join(outdated[:5])}{' ...' if len(outdated) > 5 else ''}"
-        )
-    return messages
+class TreeRepairs:
+    """What the workflow changes in the tree before Snakemake decides what runs, found while the Snakefile is read
+    (main process) and made when Snakemake first asks the plan for a job's inputs (`make`), the first moment at which
+    it says whether this is a dry run:
+
+    - results checked out by DVC (new, shuffled times) get back their recorded time order, and sources whose content
+      is not the one the results were made from, but that look older than them (a checkout, pull or copy), get the
+      current time, so that Snakemake reruns what reads them (`bnnrepro.pipeline.result_timestamps`);
+    - download folders that lack files go back to their fetch (`data_checks.IncompleteDownload`).
+
+    A run makes these changes on disk. A dry run changes nothing: Snakemake's file-time cache gets the times a run
+    would set, and the fetches a run would make are forced, so that it plans what the run would."""
+
+    def __init__(self, timestamps: Path, incomplete: list[IncompleteDownload]) -> None:
+        sources = workflow_source_files()
+        self.timestamps, self.incomplete, self.made = timestamps, incomplete, False
+        self.result_times = restored_times(timestamps, sources=sources)
+        record_time = self.result_times.get(str(timestamps))
+        self.outdated = changed_sources(timestamps, sources, record_time=record_time)
+        self.source_times = {}
+        if self.outdated:
+            record_time = timestamps.stat().st_mtime_ns if record_time is None else record_time
+            self.source_times = dict.fromkeys(self.outdated, outdating_time(record_time))
+
+    def make(self, dry_run: bool, file_times: dict, forced_files: set) -> list[str]:
+        """Make the repairs, once: on disk, or for a `dry_run` in Snakemake's view only: its cache of file times
+        (`file_times`, {path: Mtime}, which it reads before the disk) and the files it forces to be made again
+        (`forced_files`). Returns what the workflow's log says."""
+        if self.made:
+            return []
+        self.made = True
+        times = {**self.result_times, **self.source_times}
+        if not dry_run:
+            set_times(times)
+        file_times.update({name: Mtime(local=_seconds(ns)) for name, ns in times.items()})
+        return [*self._time_messages(dry_run), *self._fetch_messages(dry_run, forced_files)]
+
+    def _time_messages(self, dry_run: bool) -> list[str]:
+        restoring, messages = len(self.result_times) - 1, []
+        unchanged = "; this dry run plans with those times and changes no file" if dry_run else ""
+        if restoring > 0:
+            restored = "A run restores" if dry_run else "Restored"
+            messages.append(f"{restored} the recorded time order of {restoring} cached result files ({self.timestamps})"
+                            f"{unchanged}.")  # fmt: skip
+        if self.outdated:
+            listed = ", ".join(self.outdated[:5]) + (" ..." if len(self.outdated) > 5 else "")
+            messages.append(
+                f"{len(self.outdated)} source files differ from those the results in {self.timestamps} were made "
+                f"from; the jobs that read them run again{unchanged}: {listed}"
+            )
+        return messages
+
+    def _fetch_messages(self, dry_run: bool, forced_files: set) -> list[str]:
+        if dry_run:
+            forced_files.update(layout.raw_download_folder(download.name) for download in self.incomplete)
+            return [download.planned() for download in self.incomplete]
+        return [download.send_back() for download in self.incomplete]
+
+
+def _seconds(ns: int) -> float:
+    """A time in ns as `os.stat` gives it in seconds (st_mtime), which Snakemake compares."""
+    seconds, fraction = divmod(ns, 10**9)
+    return seconds + fraction * 1e-9
 
 
 def gpu_visible() -> bool:
