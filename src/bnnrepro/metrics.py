@@ -3,7 +3,8 @@
 Shapes: `probs` [N, C] is one predictive distribution per input (for an ensemble or several posterior samples,
 the mean of the members' probabilities); `member_probs` [M, N, C] holds the M members' probabilities; `labels` [N].
 Regression: `samples` [S, N, D] are S draws of the predictive mean function at N inputs, `targets` [N, D].
-Definitions follow the SDE-BNN paper (Xu et al. 2022; ECE §5.2.1, CIFAR-10-C errors §5.2.2, gradient variance §4)
+Regression's calibration metrics (interval coverage, quantile calibration error, CRPS) score the moment-matched
+Gaussian predictive whose NLL the UCI benchmarks report. Definitions follow the SDE-BNN paper (Xu et al. 2022; ECE §5.2.1, CIFAR-10-C errors §5.2.2, gradient variance §4)
 and the repulsive-ensembles paper (D'Angelo & Fortuin 2021, §4 and Table 1: entropy, model disagreement and OOD
 AUROC); the entropy ECDF-AUC is the Haußmann (2021) thesis' (Table 5.2).
 """
@@ -55,6 +56,59 @@ def gaussian_predictive_nll(
     variance = samples.var(0, unbiased=False) + noise_variance
     log_density = -0.5 * (math.log(2 * math.pi) + variance.log() + (targets - samples.mean(0)).square() / variance)
     return float(-log_density.sum(-1).mean())
+
+
+def gaussian_predictive(
+    samples: torch.Tensor, noise_variance: float | torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and standard deviation [N, D] of the moment-matched Gaussian predictive of `gaussian_predictive_nll`, in
+    float64: the one distribution that the NLL, the interval coverage and the CRPS of a regression run all score."""
+    samples = samples.double()
+    return samples.mean(0), (samples.var(0, unbiased=False) + noise_variance).sqrt()
+
+
+def probability_integral_transform(
+    samples: torch.Tensor, targets: torch.Tensor, noise_variance: float | torch.Tensor
+) -> torch.Tensor:
+    """The predictive CDF at each target [N, D] (`gaussian_predictive`): uniform on [0, 1] for a calibrated
+    predictive (Dawid 1984; Gneiting et al. 2007, §2)."""
+    mean, std = gaussian_predictive(samples, noise_variance)
+    return torch.special.ndtr((targets.double() - mean) / std)
+
+
+INTERVAL_LEVELS = (0.5, 0.9, 0.95)
+"""The central predictive intervals whose coverage a regression run records (`interval_coverage`)."""
+
+CALIBRATION_LEVELS = tuple(round(0.01 * k, 2) for k in range(1, 100))
+"""The quantile levels of `quantile_calibration_error`: 0.01, 0.02, ..., 0.99."""
+
+
+def interval_coverage(pit: torch.Tensor, level: float) -> float:
+    """Fraction of targets inside the central `level` interval of their predictive, from their probability integral
+    transforms `pit`: those within level/2 of the median. A calibrated predictive covers `level` of them."""
+    return float(((pit - 0.5).abs() <= level / 2).double().mean())
+
+
+def quantile_calibration_error(pit: torch.Tensor) -> float:
+    """Mean over the `CALIBRATION_LEVELS` p of |p - the fraction of targets at or below their predictive p-quantile|
+    (Kuleshov et al. 2018, eq. 9, with absolute rather than squared differences and equal weights): 0 for a calibrated
+    predictive, at most 0.5 (every target above, or below, every quantile)."""
+    levels = torch.tensor(CALIBRATION_LEVELS, dtype=torch.float64)
+    observed = (pit.flatten()[:, None] <= levels).double().mean(0)
+    return float((observed - levels).abs().mean())
+
+
+def continuous_ranked_probability_score(
+    samples: torch.Tensor, targets: torch.Tensor, noise_variance: float | torch.Tensor
+) -> float:
+    """Mean CRPS (Gneiting & Raftery 2007, eq. 20) of `targets` under the `gaussian_predictive`, summed over outputs as
+    the NLL is: the closed form for a Gaussian of the maintained `scoringrules` library, on its numpy backend (its
+    torch backend holds pi in float32). Lower is better; in the targets' units."""
+    import scoringrules  # numpy, scipy: loaded only by the jobs that score a regression
+
+    mean, std = gaussian_predictive(samples, noise_variance)
+    arrays = (targets.double().numpy(), mean.numpy(), std.expand_as(mean).numpy())
+    return float(scoringrules.crps_normal(*arrays, backend="numpy").sum(-1).mean())
 
 
 def _check_predictions(probs: torch.Tensor, labels: torch.Tensor) -> None:
@@ -274,7 +328,16 @@ def gradient_standard_deviation(gradients: torch.Tensor) -> float:
 
 SPLIT_METRICS = {
     "classification": ("accuracy", "nll", "ece"),
-    "regression": ("rmse", "nll", "rmse_original", "nll_original"),
+    "regression": (
+        "rmse",
+        "nll",
+        "rmse_original",
+        "nll_original",
+        "crps",
+        "crps_original",
+        *(f"coverage_{round(100 * level)}" for level in INTERVAL_LEVELS),
+        "quantile_calibration_error",
+    ),
     "forecasting": ("mse", "nll"),
 }
 """{task: the metrics `bnnrepro.train.evaluate` records on each split of its data, as {split}_{metric}}; a sampling
@@ -308,15 +371,23 @@ def regression_metrics(
     noise_variance: float | torch.Tensor,
     target_standardisation: tuple[float, float],
 ) -> dict[str, float]:
-    """RMSE of the sample-mean prediction and the Gaussian predictive NLL per datum (`gaussian_predictive_nll`) of
-    mean-function samples [S, N, D] with observation noise of `noise_variance`, in the data's units and, undoing
-    the standardisation (mean, std) of the targets, in their original units (there RMSE * std and NLL + D log std)."""
+    """RMSE of the sample-mean prediction, the Gaussian predictive NLL per datum (`gaussian_predictive_nll`) and CRPS
+    of mean-function samples [S, N, D] with observation noise of `noise_variance`, in the data's units and, undoing
+    the standardisation (mean, std) of the targets, in their original units (there RMSE * std, NLL + D log std and
+    CRPS * std); and, the same in both units, the coverage of the central 50/90/95% predictive intervals and the
+    quantile calibration error of that predictive."""
     mean, std = target_standardisation
     original_samples, original_y = samples * std + mean, y * std + mean
+    original_noise = noise_variance * std**2
+    pit = probability_integral_transform(samples, y, noise_variance)
     values = (
         root_mean_squared_error(samples, y),
         gaussian_predictive_nll(samples, y, noise_variance),
         root_mean_squared_error(original_samples, original_y),
-        gaussian_predictive_nll(original_samples, original_y, noise_variance * std**2),
+        gaussian_predictive_nll(original_samples, original_y, original_noise),
+        continuous_ranked_probability_score(samples, y, noise_variance),
+        continuous_ranked_probability_score(original_samples, original_y, original_noise),
+        *(interval_coverage(pit, level) for level in INTERVAL_LEVELS),
+        quantile_calibration_error(pit),
     )
     return dict(zip(SPLIT_METRICS["regression"], values, strict=True))

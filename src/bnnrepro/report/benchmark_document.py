@@ -134,6 +134,38 @@ def metric_table(selected: pd.DataFrame, metric: str) -> list[str]:
     return lines
 
 
+CALIBRATION_METRICS = {"crps_original": "CRPS", "coverage_50": "50%", "coverage_90": "90%", "coverage_95": "95%",
+                       "quantile_calibration_error": "QCE"}  # fmt: skip
+"""A regression run's calibration metrics (bnnrepro.metrics), by the column that shows them."""
+
+
+def calibration_section(selected: pd.DataFrame) -> list[str]:
+    """A regression benchmark's calibration: per dataset and method, the mean over splits of the test CRPS (original
+    units), the coverage of the central 50/90/95% predictive intervals and the quantile calibration error; or why
+    there is none (runs made before these metrics were recorded)."""
+    test = selected[selected["metric"].isin([TEST_PREFIX + m for m in CALIBRATION_METRICS])]
+    if test.empty:
+        return [
+            "The kept runs were made before the runs recorded interval coverage, the quantile calibration error and "
+            "the CRPS (bnnrepro.metrics): a rerun of the batch shows them here.",
+        ]
+    means = test.pivot_table(index=["dataset", "method"], columns="metric", values="value", aggfunc="mean", sort=False)
+    names = [TEST_PREFIX + m for m in CALIBRATION_METRICS]
+    lines = [
+        "Test CRPS (original units, lower is better), the share of test targets inside the central 50/90/95% "
+        "interval of their predictive (the moment-matched Gaussian whose NLL is ranked; a calibrated method covers "
+        "the level) and the quantile calibration error (QCE: mean |p - observed share below the p-quantile| over p = "
+        "0.01..0.99; 0 is calibrated), each the mean over the splits.",
+        "",
+        f"| dataset | method | {' | '.join(CALIBRATION_METRICS.values())} |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for (dataset, method), row in means.reindex(columns=names).iterrows():
+        cells = ["–" if pd.isna(row[name]) else f"{row[name]:.3g}" for name in names]
+        lines.append(f"| {dataset} | {method} | {' | '.join(cells)} |")
+    return lines
+
+
 def published_section(compared: pd.DataFrame) -> list[str]:
     counts = verdict_counts(compared)
     reference = int(compared["ours"].isna().sum())
@@ -223,6 +255,8 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
             *metric_table(selected, metric),
             "",
         ]
+    if study.benchmark["task"] == "regression":
+        lines += ["### Calibration", "", *calibration_section(selected), ""]
     lines += ["### Published numbers beside ours", "", *published_section(compared), ""]
     if (folder / FINDINGS_FILE).is_file():
         findings = read_yaml(folder / FINDINGS_FILE)
