@@ -104,6 +104,21 @@ def test_validation_chooses_each_split_s_setting_and_never_looks_at_test_data() 
         validation_choice(tidy(rows), "val_rmse")
 
 
+def test_the_leaderboard_shows_each_method_s_tuning_grid_and_training_time() -> None:
+    """Settings tried per split (each a run) and the mean training seconds over every run, tuning runs included;
+    the control: a method with one setting shows 1."""
+    from bnnrepro.report.benchmark_document import method_costs
+
+    rows = []
+    for split in range(2):
+        for dropout, seconds in ((0.01, 1.0), (0.05, 2.0), (0.1, 3.0)):
+            rows.append((f"mc/{split}/{dropout}", "mc_dropout", "uci_yacht", f"split={split}+dropout={dropout}", 0,
+                         "train_seconds", seconds))  # fmt: skip
+        rows.append((f"gp/{split}", "gp", "uci_yacht", f"split={split}", 0, "train_seconds", 10.0 + split))
+    costs = method_costs(tidy(rows), {"split"})
+    assert costs.loc["mc_dropout"].tolist() == [3, 2.0] and costs.loc["gp"].tolist() == [1, 10.5]
+
+
 def test_a_dataset_setting_of_the_blocks_is_a_dataset_not_a_method_setting() -> None:
     """spirals at two omegas are two datasets to rank over, not two settings of a method to choose between; a method
     with one setting per block needs no validation metric (repulsive_2d has no validation split)."""
@@ -196,9 +211,12 @@ def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> N
     config = ["scale=smoke", "studies=[toy2d_benchmark]"]
     run_command(["snakemake", "--cores", "2", "--config", *config], project)
     ranking = pd.read_csv(project / "reports/tables/study_toy2d_benchmark_classification_ranking.csv")
-    assert set(ranking["column"]) == {"accuracy rank", "nll rank", "ece rank"}
+    costs = {"settings tried per split", "training s per run"}
+    assert set(ranking["column"]) == {"accuracy rank", "nll rank", "ece rank", *costs}
     assert set(ranking["row"]) == set(load_study("toy2d_benchmark").benchmark["scales"]["smoke"]["methods"])
-    assert (ranking["n_runs"] == 2).all()  # spirals at omega 4 and the clusters: the dataset is the block
+    ranks = ranking[~ranking["column"].isin(costs)]
+    assert (ranks["n_runs"] == 2).all()  # spirals at omega 4 and the clusters: the dataset is the block
+    assert (ranking[ranking["column"] == "training s per run"]["ours"] > 0).all()
     table = pd.read_csv(project / "reports/tables/study_toy2d_benchmark_classification.csv")
     assert {"spirals [omega=4] accuracy", "repulsive_2d ece"} <= set(table["column"])
     assert (project / "reports/report.pdf").is_file()

@@ -95,8 +95,9 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
         for method, offset in (("gp", 0.0), ("mfvi", 0.5), ("laplace", 1.0))
         for dataset in ("mine", "yours")
         for split in range(3)
-        for metric, value in (("test_rmse_original", 1.0), ("test_nll_original", 2.0), ("test_rmse", 0.3))
-    ]
+        for metric, value in (("test_rmse_original", 1.0), ("test_nll_original", 2.0), ("test_rmse", 0.3),
+                              ("train_seconds", 10.0))
+    ]  # fmt: skip
     metrics = pd.DataFrame(rows, columns=["method", "hparams", "dataset", "metric", "value"])
     metrics["seed"], metrics["standin"] = 0, False
     (tmp_path / "metrics.csv").write_text(metrics.to_csv(index=False))
@@ -111,7 +112,10 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     ranking = pd.read_csv(tmp_path / files["ranking"]["csv"]).set_index(["column", "row"])
     assert ranking.loc[("rmse_original rank", "gp"), "ours"] == 1.0  # best in every block
     assert ranking.loc[("nll_original rank", "laplace"), "ours"] == 3.0
-    assert (ranking["n_runs"] == 2).all()  # two datasets, each a block (its mean over three splits)
+    ranks = ranking[ranking.index.get_level_values("column").str.endswith(" rank")]
+    assert (ranks["n_runs"] == 2).all()  # two datasets, each a block (its mean over three splits)
+    assert ranking.loc[("training s per run", "mfvi"), "ours"] == pytest.approx(10.6)  # its mean over six runs
+    assert ranking.loc[("settings tried per split", "mfvi"), "ours"] == 1
     section = {"task": "regression", "datasets": ["mine", "yours"], "files": files}
     study = {"study": "mine_vs_gp", "description": "My comparison.", "scale": "smoke", "sections": [section]}
     source = render_own_studies([study], tmp_path)

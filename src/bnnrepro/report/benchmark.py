@@ -73,6 +73,15 @@ def as_blocks(metrics: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
     return frame
 
 
+def method_costs(tidy: pd.DataFrame, keys: set[str] = frozenset(REPLICATES)) -> pd.DataFrame:
+    """Per method: `settings`, the most settings it tried on one block (dataset, block keys, seed: its tuning grid),
+    and `seconds`, its mean training time per run over every run, tuning runs included."""
+    blocks = as_blocks(tidy, keys)
+    settings = blocks.groupby(["method", "dataset", "hparams", "seed"])["setting"].nunique().groupby("method").max()
+    seconds = tidy[tidy["metric"] == "train_seconds"].groupby("method")["value"].mean()
+    return pd.DataFrame({"settings": settings, "seconds": seconds})
+
+
 def validation_choice(
     metrics: pd.DataFrame, select_by: str, keys: set[str] = frozenset(REPLICATES)
 ) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -20,7 +20,13 @@ from bnnrepro.fidelity.staleness import code_section
 from bnnrepro.files import read_yaml
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.studies import load_study
-from bnnrepro.report.benchmark import block_keys, published_comparison, published_values, validation_choice
+from bnnrepro.report.benchmark import (
+    block_keys,
+    method_costs,
+    published_comparison,
+    published_values,
+    validation_choice,
+)
 from bnnrepro.report.practical_equivalence import DECIDED, ROPES, compare_to_best, verdict
 from bnnrepro.report.ranking import RANKED_METRICS, SIGNIFICANCE, Ranking, study_rankings
 from bnnrepro.report.study_summary import TEST_PREFIX
@@ -65,14 +71,18 @@ def cost_section(tidy: pd.DataFrame) -> list[str]:
     return lines
 
 
-def leaderboard(rankings: list[Ranking]) -> list[str]:
-    """Average ranks per metric (1 = best), the Friedman p-value, and the methods the Nemenyi test cannot tell from
-    the best at the level of `SIGNIFICANCE`."""
+def leaderboard(rankings: list[Ranking], costs: pd.DataFrame) -> list[str]:
+    """Average ranks per metric (1 = best) beside each method's cost (`method_costs`), the Friedman p-value, and the
+    methods the Nemenyi test cannot tell from the best at the level of `SIGNIFICANCE`."""
     methods = list(dict.fromkeys(m for ranking in rankings for m in ranking.average_ranks.index))
     header = " | ".join(f"{SHOWN_METRICS.get(r.metric, r.metric)} rank" for r in rankings)
-    lines = [f"| method | {header} |", "|---|" + "---|" * len(rankings)]
+    lines = [f"| method | {header} | settings tried per split | training s per run |",
+             "|---|" + "---|" * (len(rankings) + 2)]  # fmt: skip
     for method in methods:
         cells = [f"{r.average_ranks[method]:.2f}" if method in r.average_ranks else "–" for r in rankings]
+        cost = costs.reindex([method]).iloc[0]
+        cells += ["–" if pd.isna(cost["settings"]) else f"{cost['settings']:.0f}",
+                  "–" if pd.isna(cost["seconds"]) else f"{cost['seconds']:.3g}"]  # fmt: skip
         lines.append(f"| {method} | {' | '.join(cells)} |")
     lines.append("")
     for ranking in rankings:
@@ -238,11 +248,12 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "### Leaderboard",
         "",
         "Average rank of each method over the datasets (each method's mean over the splits where every method has a "
-        "result), at the settings validation chose (1 = best). The dataset is the unit: its splits overlap and are "
-        "repeated measures of it, not independent data sets (counting them as blocks would shrink the critical "
-        "difference with their number).",
+        "result), at the settings validation chose (1 = best), beside its cost: the settings it tried on each split "
+        "(its tuning grid; each one a run) and its training time per run. The dataset is the unit: its splits "
+        "overlap and are repeated measures of it, not independent data sets (counting them as blocks would shrink "
+        "the critical difference with their number).",
         "",
-        *leaderboard(rankings),
+        *leaderboard(rankings, method_costs(tidy, block_keys(study.benchmark))),
         "",
         "### Practically equivalent to the best?",
         "",

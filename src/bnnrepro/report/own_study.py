@@ -22,10 +22,16 @@ from matplotlib.figure import Figure
 from bnnrepro.artifacts.render import TABLE_COLUMNS, save_figure, save_table, standard_error
 from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.job_process import freeze_imported_objects
-from bnnrepro.report.benchmark import block_keys, published_comparison, published_values, validation_choice
+from bnnrepro.report.benchmark import (
+    block_keys,
+    method_costs,
+    published_comparison,
+    published_values,
+    validation_choice,
+)
 from bnnrepro.report.practical_equivalence import equivalence_table
 from bnnrepro.report.ranking import RANKED_METRICS, draw_critical_differences, ranking_table, study_rankings
-from bnnrepro.report.study_summary import TEST_PREFIX, row_label, study_summary
+from bnnrepro.report.study_summary import REPLICATES, TEST_PREFIX, row_label, study_summary
 
 
 def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
@@ -104,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     metrics = metrics[metrics["dataset"].isin(args.datasets)]
     benchmark = read_yaml(args.study_file).get("benchmark")
     selection = published = pd.DataFrame(columns=TABLE_COLUMNS)
+    costs = method_costs(metrics, block_keys(benchmark) if benchmark is not None else REPLICATES)  # tuning included
     if benchmark is not None:
         metrics, selection = validation_choice(metrics, benchmark["select_by"], block_keys(benchmark))
         published = published_comparison(metrics, published_values(benchmark.get("published", [])))
@@ -111,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     save_table(published, *args.published)
     save_table(study_summary(task_metrics(metrics, args.task)), *args.table)
     rankings = study_rankings(metrics, args.task)
-    save_table(ranking_table(rankings, bool(metrics["standin"].any())), *args.ranking)
+    save_table(ranking_table(rankings, bool(metrics["standin"].any()), costs), *args.ranking)
     save_table(equivalence_table(rankings, bool(metrics["standin"].any())), *args.equivalence)
     save_figure(metrics_figure(metrics, args.task), *args.metrics_figure)
     save_figure(ranking_figure(rankings), *args.ranking_figure)

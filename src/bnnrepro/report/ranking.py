@@ -120,8 +120,13 @@ def study_rankings(metrics: pd.DataFrame, task: str) -> list[Ranking]:
     ]
 
 
-def ranking_table(rankings: list[Ranking], standin: bool) -> pd.DataFrame:
-    """The average ranks in the layout of the report's tables: a row per entrant, a column per metric, n = blocks."""
+COST_COLUMNS = {"settings": "settings tried per split", "seconds": "training s per run"}
+"""The columns of a method's cost in the ranking table (`bnnrepro.report.benchmark.method_costs`)."""
+
+
+def ranking_table(rankings: list[Ranking], standin: bool, costs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The average ranks in the layout of the report's tables: a row per entrant, a column per metric, n = blocks;
+    and, given `costs` (a row per method), each entrant's `COST_COLUMNS`."""
     rows = [
         {
             "row": entrant,
@@ -134,6 +139,15 @@ def ranking_table(rankings: list[Ranking], standin: bool) -> pd.DataFrame:
         for ranking in rankings
         for entrant, rank in ranking.average_ranks.items()
     ]
+    entrants = list(dict.fromkeys(row["row"] for row in rows))
+    if costs is not None:
+        rows += [
+            {"row": entrant, "column": column, "ours": costs.loc[entrant, key], "ours_error": math.nan,
+             "n_runs": math.nan, "standin": standin}
+            for key, column in COST_COLUMNS.items()
+            for entrant in entrants
+            if entrant in costs.index
+        ]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)
 
 
