@@ -27,6 +27,7 @@ from bnnrepro.report.benchmark import (
     published_values,
     validation_choice,
 )
+from bnnrepro.report.per_dataset_tests import HOLDOUT_FRACTION, compare_within_datasets, split_verdict
 from bnnrepro.report.practical_equivalence import DECIDED, ROPES, compare_to_best, verdict
 from bnnrepro.report.ranking import RANKED_METRICS, SIGNIFICANCE, Ranking, study_rankings
 from bnnrepro.report.study_summary import TEST_PREFIX
@@ -176,6 +177,32 @@ def calibration_section(selected: pd.DataFrame) -> list[str]:
     return lines
 
 
+def per_dataset_section(selected: pd.DataFrame, task: str) -> list[str]:
+    """Per dataset and ranked metric: its best method over the splits, and the others by `split_verdict`."""
+    lines = [
+        "Within each dataset, each method against the dataset's best mean over its splits, paired by split: the "
+        f"corrected resampled t-test (Nadeau & Bengio 2003; a split holds out {HOLDOUT_FRACTION:g} of the data, so "
+        "the variance of the mean is scaled by 1/n + n_test/n_train, as the splits' training sets overlap), *worse* "
+        f"at {SIGNIFICANCE} after Holm's correction over every comparison of the metric; *equivalent* where the "
+        f"Bayesian correlated t-test (Corani & Benavoli 2015) puts at least {DECIDED} within the ROPE above. These "
+        "speak of one dataset each; which method to use over datasets is the analysis above's answer.",
+        "",
+    ]
+    for metric in RANKED_METRICS[task]:
+        name = SHOWN_METRICS.get(metric, metric)
+        comparisons = compare_within_datasets(selected, metric)
+        for dataset in dict.fromkeys(c.dataset for c in comparisons):
+            own = [c for c in comparisons if c.dataset == dataset]
+            grouped = {v: [c.method for c in own if split_verdict(c) == v] for v in ("equivalent", "worse")}
+            undecided = [c.method for c in own if split_verdict(c) == "not told apart"]
+            lines.append(
+                f"- {dataset}, {name} ({own[0].splits} splits): best {own[0].best}; equivalent: "
+                f"{', '.join(grouped['equivalent']) or 'none'}; worse: {', '.join(grouped['worse']) or 'none'}; not "
+                f"told apart: {', '.join(undecided) or 'none'}."
+            )
+    return lines
+
+
 def published_section(compared: pd.DataFrame) -> list[str]:
     counts = verdict_counts(compared)
     reference = int(compared["ours"].isna().sum())
@@ -266,6 +293,7 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
             *metric_table(selected, metric),
             "",
         ]
+    lines += ["", "### Per dataset", "", *per_dataset_section(selected, study.benchmark["task"]), ""]
     if study.benchmark["task"] == "regression":
         lines += ["### Calibration", "", *calibration_section(selected), ""]
     lines += ["### Published numbers beside ours", "", *published_section(compared), ""]

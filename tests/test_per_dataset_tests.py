@@ -1,0 +1,62 @@
+"""Per-dataset comparisons over data splits (bnnrepro.report.per_dataset_tests): the corrected resampled t-test and
+its P(equivalent) against baycomp's Bayesian correlated t-test on the same differences; controls: a method no
+different from the best is not called worse, identical differences over the splits are no test."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from baycomp import CorrelatedTTest
+
+from bnnrepro.report.per_dataset_tests import compare_within_datasets, corrected_t, split_verdict
+
+
+def tidy(values: dict[str, dict[str, np.ndarray]], metric: str = "test_nll_original") -> pd.DataFrame:
+    """{dataset: {method: a value per split}} as the tidy metrics of the runs validation chose."""
+    rows = [{"method": method, "dataset": dataset, "hparams": f"split={k}", "seed": k, "metric": metric, "value": v}
+            for dataset, methods in values.items() for method, splits in methods.items()
+            for k, v in enumerate(splits)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_corrected_t_is_baycomp_s_correlated_t_test() -> None:
+    """20 splits holding out a tenth: n_test/n_train = 1/9, baycomp's correction for 2 runs of 10-fold CV."""
+    shortfall = pd.Series(np.random.default_rng(0).normal(0.02, 0.05, 20))
+    posterior = corrected_t(shortfall, 0.1)
+    left, within, right = CorrelatedTTest.probs(np.zeros(20), shortfall.to_numpy(), rope=0.01, runs=2)
+    assert posterior.cdf(0.01) - posterior.cdf(-0.01) == pytest.approx(within, abs=1e-9)
+    assert posterior.sf(0.01) == pytest.approx(right, abs=1e-9) and posterior.cdf(-0.01) == pytest.approx(
+        left, abs=1e-9
+    )
+
+
+def test_a_worse_method_is_told_apart_and_an_equal_one_is_equivalent() -> None:
+    rng = np.random.default_rng(1)
+    base = {d: 2.0 + rng.normal(0, 0.3, 20) for d in ("a", "b")}  # each dataset's split difficulty, shared
+    values = {d: {"best": base[d] + rng.normal(0, 0.002, 20), "worse": base[d] + 0.3 + rng.normal(0, 0.05, 20),
+                  "same": base[d] + 0.001 + rng.normal(0, 0.002, 20)} for d in base}  # fmt: skip
+    verdicts = {(c.dataset, c.method): split_verdict(c) for c in compare_within_datasets(tidy(values), "nll_original")}
+    assert verdicts == {("a", "worse"): "worse", ("a", "same"): "equivalent", ("b", "worse"): "worse",
+                        ("b", "same"): "equivalent"}  # fmt: skip
+
+
+def test_control_exchangeable_methods_are_rarely_called_worse() -> None:
+    """Four methods of one distribution on five datasets, 100 benchmarks: a 'worse' verdict against the dataset's
+    best (chosen by the same noisy means) in at most 5% of them, after Holm."""
+    rng = np.random.default_rng(2)
+    flagged = 0
+    for _ in range(100):
+        values = {f"d{d}": {m: 1.0 + rng.normal(0, 0.1, 20) for m in "wxyz"} for d in range(5)}
+        comparisons = compare_within_datasets(tidy(values), "nll_original")
+        flagged += any(split_verdict(c) == "worse" for c in comparisons)
+    assert flagged <= 5
+
+
+def test_identical_differences_over_the_splits_are_no_test() -> None:
+    """A shortfall the same on every split (no spread) has no p-value and decides nothing (not p = 0)."""
+    values = {"a": {"best": np.linspace(1, 2, 5), "other": np.linspace(1, 2, 5) + 0.5}}
+    (comparison,) = compare_within_datasets(tidy(values), "nll_original")
+    assert math.isnan(comparison.p) and math.isnan(comparison.p_holm) and split_verdict(comparison) == "not told apart"
