@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from bnnrepro.report.ranking import (
     draw_critical_differences,
+    leave_one_out,
     metric_blocks,
     rank_metric,
     ranking_table,
@@ -131,3 +132,15 @@ def test_the_critical_difference_is_demsars() -> None:
     metrics = pd.concat([tidy({m: list(rng.normal(0, 1, 2)) for m in "wxyz"}, datasets=(f"d{i}",)) for i in range(10)])
     ranking = rank_metric(metrics, "rmse_original", "lower")
     assert len(ranking.blocks) == 10 and ranking.critical_difference() == pytest.approx(1.483, abs=1e-3)
+
+
+def test_leaving_one_method_out_can_change_the_best_and_says_so() -> None:
+    """A pool where b has the best average rank, but a beats b on three of five datasets: without c, a is best
+    (the control: without a, b stays best)."""
+    orders = [("a", "b", "c"), ("a", "b", "c"), ("b", "c", "a"), ("b", "c", "a"), ("c", "a", "b")]
+    frames = [tidy({m: [float(o.index(m))] for m in "abc"}, datasets=(f"set{i}",)) for i, o in enumerate(orders)]
+    ranking = rank_metric(pd.concat(frames, ignore_index=True), "rmse_original", "lower")
+    assert ranking.average_ranks.to_dict() == pytest.approx({"b": 1.8, "a": 2.0, "c": 2.2})
+    moves = leave_one_out(ranking, "lower").set_index("left_out")
+    assert moves.loc["c", "best"] == "a" and moves.loc["a", "best"] == "b"
+    assert moves.loc["c", "tau"] == pytest.approx(-1.0)  # a and b swap

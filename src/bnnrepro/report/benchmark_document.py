@@ -28,8 +28,14 @@ from bnnrepro.report.benchmark import (
     validation_choice,
 )
 from bnnrepro.report.per_dataset_tests import HOLDOUT_FRACTION, compare_within_datasets, split_verdict
-from bnnrepro.report.practical_equivalence import DECIDED, ROPES, compare_to_best, verdict
-from bnnrepro.report.ranking import RANKED_METRICS, SIGNIFICANCE, Ranking, study_rankings
+from bnnrepro.report.practical_equivalence import (
+    DECIDED,
+    RANKED_METRICS_DIRECTION,
+    ROPES,
+    compare_to_best,
+    verdict,
+)
+from bnnrepro.report.ranking import RANKED_METRICS, SIGNIFICANCE, Ranking, leave_one_out, study_rankings
 from bnnrepro.report.study_summary import TEST_PREFIX
 
 RESULTS = Path("docs/benchmark")
@@ -88,6 +94,7 @@ def leaderboard(rankings: list[Ranking], costs: pd.DataFrame) -> list[str]:
     lines.append("")
     for ranking in rankings:
         name = SHOWN_METRICS.get(ranking.metric, ranking.metric)
+        lines.append(f"- {name}, the pool's effect: {pool_sensitivity(ranking)}")
         if ranking.friedman_p is None:
             lines.append(f"- {name}: {len(ranking.blocks)} blocks, too few methods or blocks for the Friedman test.")
             continue
@@ -100,6 +107,19 @@ def leaderboard(rankings: list[Ranking], costs: pd.DataFrame) -> list[str]:
             f"Nemenyi test at {SIGNIFICANCE}: {', '.join(tied) or 'none'}."
         )
     return lines
+
+
+def pool_sensitivity(ranking: Ranking) -> str:
+    """How the ranking moves when one method leaves the pool (`leave_one_out`), in a sentence."""
+    moves = leave_one_out(ranking, RANKED_METRICS_DIRECTION[ranking.metric])
+    best = str(ranking.average_ranks.index[0])
+    changed = moves[(moves["best"] != best) & (moves["left_out"] != best)]
+    changes = "; ".join(f"without {row.left_out}, {row.best}" for row in changed.itertuples())
+    return (
+        f"leaving one of the {len(moves)} methods out, {best} stays best in {len(moves) - 1 - len(changed)} of the "
+        f"{len(moves) - 1} pools that keep it" + (f" ({changes} is best)" if changes else "")
+        + f"; the others' order keeps Kendall's tau of at least {moves['tau'].min():.2f} with the full pool's."
+    )  # fmt: skip
 
 
 def equivalence_section(rankings: list[Ranking], task: str) -> list[str]:

@@ -120,6 +120,21 @@ def study_rankings(metrics: pd.DataFrame, task: str) -> list[Ranking]:
     ]
 
 
+def leave_one_out(ranking: Ranking, better: str) -> pd.DataFrame:
+    """The ranking's sensitivity to the pool of methods: per method left out, the best of the others' average ranks
+    over the same blocks and Kendall's tau (scipy) between the others' order then and their order in the full pool
+    (1: the same order)."""
+    full = list(ranking.average_ranks.index)
+    rows = []
+    for left_out in full:
+        blocks = ranking.blocks.drop(columns=left_out)
+        average = (blocks if better == "lower" else -blocks).rank(axis=1, method="average").mean().sort_values()
+        others = [m for m in full if m != left_out]
+        tau = stats.kendalltau([others.index(m) for m in others], [average[m] for m in others]).statistic
+        rows.append({"left_out": left_out, "best": average.index[0], "tau": float(tau)})
+    return pd.DataFrame(rows)
+
+
 COST_COLUMNS = {"settings": "settings tried per split", "seconds": "training s per run"}
 """The columns of a method's cost in the ranking table (`bnnrepro.report.benchmark.method_costs`)."""
 
