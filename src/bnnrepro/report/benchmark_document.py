@@ -250,14 +250,49 @@ def published_section(compared: pd.DataFrame) -> list[str]:
     return lines
 
 
+def recommendation_section(rankings: list[Ranking], costs: pd.DataFrame, left_out: list[str]) -> list[str]:
+    """Per metric ranked over datasets: the best method, the methods practically equivalent to it or better, those
+    not shown worse (the candidates a user may still prefer), each with its cost, the cheapest candidate; and what
+    the table cannot tell (how few datasets decide, the methods it does not have)."""
+
+    def named(methods: list[tuple[str, float]]) -> str:
+        return ", ".join(f"{m} (P = {p:.2f}, {costs.loc[m, 'seconds']:.3g} s/run)" for m, p in methods) or "none"
+
+    lines = []
+    for ranking in (r for r in rankings if r.unit == "dataset"):
+        best, comparisons = compare_to_best(ranking)
+        name = SHOWN_METRICS.get(ranking.metric, ranking.metric)
+        equivalent = [(c.method, c.equivalent + c.better) for c in comparisons if verdict(c) == "equivalent or better"]
+        open_ = [(c.method, c.equivalent + c.better) for c in comparisons if verdict(c) == "undecided"]
+        cheapest = min([best, *(m for m, _ in equivalent + open_)], key=lambda m: costs.loc[m, "seconds"])
+        lines.append(
+            f"- **{name}**: best {best} ({costs.loc[best, 'seconds']:.3g} s/run). Practically equivalent or better "
+            f"with probability at least {DECIDED}: {named(equivalent)}. Not shown worse (P(equivalent or better)): "
+            f"{named(open_)}. Cheapest of the best and these: {cheapest}."
+        )
+    datasets = max((len(r.blocks) for r in rankings if r.unit == "dataset"), default=0)
+    lines += [
+        "",
+        f"What this cannot tell: with {datasets} datasets the signed-rank test decides only differences that hold on "
+        "nearly every one of them, so 'not shown worse' is no evidence of equivalence; the methods and datasets the "
+        f"benchmark leaves out or did not run here ({', '.join(left_out) or 'none'}) are not compared; each method ran "
+        "the protocol's settings (see the study's description and the findings below), which may not be its best.",
+    ]
+    return lines
+
+
+def not_run(folder: Path, tidy: pd.DataFrame) -> list[str]:
+    """The methods, then the datasets, of the benchmark at the kept scale that no kept run has."""
+    runs = load_study(folder.name).runs(folder.parent.name)
+    methods = sorted({run.method for run in runs} - set(tidy["method"]))
+    return methods + sorted({run.dataset for run in runs} - set(tidy["dataset"]))
+
+
 def not_run_section(folder: Path, tidy: pd.DataFrame) -> list[str]:
     """The methods and datasets of the benchmark at the kept scale that no kept run has, with `NOT_RUN_FILE`'s
     reasons; an error naming the file where one has none."""
     study, scale = load_study(folder.name), folder.parent.name
-    runs = study.runs(scale)
-    missing = sorted({run.method for run in runs} - set(tidy["method"])) + sorted(
-        {run.dataset for run in runs} - set(tidy["dataset"])
-    )
+    missing = not_run(folder, tidy)
     reasons_file = folder.parent / NOT_RUN_FILE
     reasons = (read_yaml(reasons_file) if reasons_file.is_file() else {}).get(study.name, {})
     if unexplained := [name for name in missing if name not in reasons]:
@@ -276,6 +311,7 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
     selected, choices = validation_choice(tidy, study.benchmark["select_by"], block_keys(study.benchmark))
     compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
     rankings = study_rankings(selected, study.benchmark["task"])
+    costs = method_costs(tidy, block_keys(study.benchmark))
     wall = provenance.get("wall_seconds")
     lines = [
         f"## {provenance['study']} at `{provenance['scale']}`",
@@ -287,6 +323,13 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}.",
         "",
         *code_section(folder, root),
+        "### Which method to use?",
+        "",
+        "Generated from the tests below: the Bayesian signed-rank test over the datasets' means against each metric's "
+        "best, and each method's training seconds per run.",
+        "",
+        *recommendation_section(rankings, costs, [*study.benchmark.get("leave_out", {}), *not_run(folder, tidy)]),
+        "",
         *not_run_section(folder, tidy),
         "### Cost per dataset",
         "",
@@ -300,7 +343,7 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "overlap and are repeated measures of it, not independent data sets (counting them as blocks would shrink "
         "the critical difference with their number).",
         "",
-        *leaderboard(rankings, method_costs(tidy, block_keys(study.benchmark))),
+        *leaderboard(rankings, costs),
         "",
         "### Practically equivalent to the best?",
         "",
