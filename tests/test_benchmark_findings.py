@@ -1,0 +1,87 @@
+"""The numbers the UCI benchmark's findings (docs/benchmark/paper/uci_benchmark/findings.yaml) take from the kept
+runs, computed again from those runs: a new batch cannot leave the prose behind (the control: the same check on runs
+whose values changed fails). Published numbers and the budget experiment's (its CSVs beside) are not the runs'."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from bnnrepro.artifacts.render import standard_error
+from bnnrepro.files import read_yaml
+from bnnrepro.pipeline.studies import load_study
+from bnnrepro.report.benchmark import block_keys, validation_choice
+from bnnrepro.report.ranking import study_rankings
+from tests.conftest import ROOT
+
+FOLDER = ROOT / "docs/benchmark/paper/uci_benchmark"
+STUDY = load_study("uci_benchmark")
+ORDINALS = {9: "ninth", 10: "tenth", 11: "eleventh", 12: "twelfth"}
+
+
+def kept_runs() -> pd.DataFrame:
+    return pd.read_csv(FOLDER / "metrics.csv")
+
+
+def expected_fragments(metrics: pd.DataFrame) -> list[str]:
+    """The findings' phrases that carry a number of the runs, as the runs make them."""
+    selected, choices = validation_choice(metrics, STUDY.benchmark["select_by"], block_keys(STUDY.benchmark))
+
+    def values(method: str, dataset: str, metric: str) -> pd.Series:
+        chosen = selected[(selected["method"] == method) & (selected["dataset"] == f"uci_{dataset}")]
+        return chosen[chosen["metric"] == f"test_{metric}_original"]["value"]
+
+    def with_error(method: str, dataset: str, metric: str) -> str:
+        found = values(method, dataset, metric)
+        return f"{found.mean():.2f} +- {standard_error(found):.2f}"
+
+    laplace = choices[choices["row"] == "laplace"].set_index("column")["ours"]
+    ranks = {r.metric: list(r.average_ranks.index) for r in study_rankings(selected, "regression")}
+    health = metrics.drop_duplicates("run").set_index("run")["health"]
+    diverged = health[health.str.contains("diverged")]
+    sdebnn = [run for run in diverged.index if run.startswith("sdebnn/")]
+    where = ", ".join(
+        f"{run.split('/')[1].removeprefix('uci_')} split {run.split('/')[2].split('=')[1]}" for run in sdebnn
+    )
+    losses = " and ".join(f"{float(h.split('from ')[1].split(' ')[0]):g}" for h in diverged[sdebnn])
+    runs = metrics["run"].nunique()
+    return [
+        f"yacht's RMSE ({with_error('deep_ensemble', 'yacht', 'rmse')} against 1.58)",
+        f"energy's NLL ({with_error('deep_ensemble', 'energy', 'nll')} against 1.38)",
+        f"better on energy (NLL {values('mc_dropout', 'energy', 'nll').mean():.2f} against 1.99)",
+        f"(yacht NLL {values('mc_dropout', 'yacht', 'nll').mean():.2f} against 1.55)",
+        f"largest value ({laplace['uci_wine'].split('=')[1].split(' ')[0]}) on every wine split"
+        if laplace["uci_wine"].endswith("(20/20)")
+        else "laplace: wine's choice varies",
+        f"smallest ({laplace['uci_energy'].split('=')[1].split(' ')[0]}) on every energy and yacht split"
+        if laplace["uci_energy"] == laplace["uci_yacht"] and laplace["uci_energy"].endswith("(20/20)")
+        else "laplace: energy's and yacht's choices differ",
+        f"{len(sdebnn)} of its {health.index.str.startswith('sdebnn/').sum()} runs diverged ({where}: the training "
+        f"loss went from {losses}",
+        f"SDE-BNN ranks {'last' if ranks['rmse_original'][-1] == 'sdebnn' else 'not last'} on RMSE and "
+        f"{'on NLL' if ranks['nll_original'][-1] == 'sdebnn' else 'not on NLL'}, the ODE net "
+        f"{ORDINALS.get(ranks['rmse_original'].index('odenet') + 1)} and "
+        f"{ORDINALS.get(ranks['nll_original'].index('odenet') + 1)}",
+        f"All {runs:,} runs",
+        f"every one of their {len(metrics) - runs:,} values but the timings",
+    ]
+
+
+def findings_text() -> str:
+    return " ".join(" ".join(str(text).split()) for text in read_yaml(FOLDER / "findings.yaml").values())
+
+
+def test_every_number_the_findings_take_from_the_runs_is_the_runs() -> None:
+    text = findings_text()
+    missing = [fragment for fragment in expected_fragments(kept_runs()) if fragment not in text]
+    assert not missing, f"findings.yaml no longer says what the kept runs make: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("method", "dataset", "factor"), [("deep_ensemble", "uci_yacht", 1.1), ("mc_dropout", "uci_energy", 0.9)]
+)
+def test_control_runs_with_other_values_fail_the_check(method: str, dataset: str, factor: float) -> None:
+    metrics = kept_runs()
+    rows = (metrics["method"] == method) & (metrics["dataset"] == dataset) & metrics["metric"].str.startswith("test_")
+    metrics.loc[rows, "value"] *= factor
+    assert any(f not in findings_text() for f in expected_fragments(metrics))
