@@ -115,3 +115,21 @@ def test_the_benchmark_document_shows_each_method_s_calibration_per_dataset() ->
     )
     older = pd.DataFrame([{"method": "gp", "dataset": "uci_boston", "metric": "test_rmse_original", "value": 1.0}])
     assert "made before the runs recorded interval coverage" in calibration_section(older)[0]
+
+
+def test_the_report_draws_a_calibration_panel_per_dataset_where_runs_record_coverage() -> None:
+    from bnnrepro.report.own_study import metrics_figure
+
+    rows = [{"method": method, "hparams": f"split={k}", "seed": k, "dataset": dataset, "metric": f"test_{metric}",
+             "value": value}
+            for method in ("gp", "mfvi") for dataset in ("mine", "yours") for k in range(3)
+            for metric, value in (("rmse_original", 1.0 + k), ("nll_original", 2.0), ("coverage_50", 0.4),
+                                  ("coverage_90", 0.8), ("coverage_95", 0.9))]  # fmt: skip
+    metrics = pd.DataFrame(rows)
+    figure = metrics_figure(metrics, "regression")
+    titles = [ax.get_title() for ax in figure.axes]
+    assert titles.count("mine: test interval coverage") == 1 and len(figure.axes) == 6
+    panel = figure.axes[titles.index("yours: test interval coverage")]
+    assert sorted(line.get_xdata()[0] for line in panel.lines if line.get_linestyle() == "--") == [0.5, 0.9, 0.95]
+    older = metrics[~metrics["metric"].str.startswith("test_coverage")]  # runs made before coverage was recorded
+    assert len(metrics_figure(older, "regression").axes) == 4

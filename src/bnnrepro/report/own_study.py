@@ -37,7 +37,8 @@ from bnnrepro.report.study_summary import REPLICATES, TEST_PREFIX, row_label, st
 def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
     """Each ranked test metric of `task` (a column of panels) per dataset (a row): every method's mean over its
     replicates with the standard error as an error bar, the methods top to bottom in the table's order (a page is
-    taller than wide: the datasets, of which a study may have many, run down it)."""
+    taller than wide: the datasets, of which a study may have many, run down it); for regression runs that record
+    it, a last column of calibration panels (`draw_coverage`)."""
     ranked = RANKED_METRICS.get(task, {})
     shown = [m for m in ranked if (metrics["metric"] == TEST_PREFIX + m).any()]
     if not shown:
@@ -48,9 +49,13 @@ def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
         test.groupby(["metric", "dataset", "entrant"], sort=False)["value"].agg(["mean", standard_error]).sort_index()
     )
     datasets, entrants = list(dict.fromkeys(test["dataset"])), list(dict.fromkeys(test["entrant"]))
-    fig = Figure(figsize=(2.4 * len(shown) + 1.4, (0.22 * len(entrants) + 0.9) * len(datasets)))
-    axes = fig.subplots(len(datasets), len(shown), squeeze=False, sharey=True)
+    coverage = interval_coverages(metrics) if task == "regression" else None
+    columns = len(shown) + (coverage is not None)
+    fig = Figure(figsize=(2.4 * columns + 1.4, (0.22 * len(entrants) + 0.9) * len(datasets)))
+    axes = fig.subplots(len(datasets), columns, squeeze=False, sharey=True)
     for row, dataset in enumerate(datasets):
+        if coverage is not None:
+            draw_coverage(axes[row][-1], coverage.loc[dataset].reindex(entrants), dataset)
         for column, metric in enumerate(shown):
             ax = axes[row][column]
             values = cells.loc[(TEST_PREFIX + metric, dataset)].reindex(entrants)
@@ -61,6 +66,34 @@ def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
     axes[0][0].invert_yaxis()  # once: the panels share their y axis; the first method on top, as in the table
     fig.set_layout_engine("constrained")
     return fig
+
+
+COVERAGE_LEVELS = {"coverage_50": 0.5, "coverage_90": 0.9, "coverage_95": 0.95}
+"""The central predictive intervals whose test coverage a regression run records (bnnrepro.metrics)."""
+
+
+def interval_coverages(metrics: pd.DataFrame) -> pd.DataFrame | None:
+    """Each entrant's mean test coverage of each interval per dataset ([dataset, entrant] x metric), None where the
+    runs record none (made before they were recorded)."""
+    rows = metrics[metrics["metric"].isin([TEST_PREFIX + m for m in COVERAGE_LEVELS])].copy()
+    if rows.empty:
+        return None
+    rows["entrant"] = [row_label(m, h) for m, h in zip(rows["method"], rows["hparams"], strict=True)]
+    return rows.pivot_table(index=["dataset", "entrant"], columns="metric", values="value", aggfunc="mean")
+
+
+def draw_coverage(ax, coverage: pd.DataFrame, dataset: str) -> None:
+    """The calibration panel of a dataset: each entrant's mean test coverage of the central 50/90/95% predictive
+    intervals (a marker each) against the levels (dashed lines): a calibrated method's markers sit on its lines,
+    an overconfident one's left of them."""
+    for (metric, level), marker in zip(COVERAGE_LEVELS.items(), "os^", strict=True):
+        ax.axvline(level, color="0.6", linestyle="--", linewidth=0.8)
+        values = coverage.get(TEST_PREFIX + metric, pd.Series(index=coverage.index, dtype=float))
+        ax.plot(values.to_numpy(), range(len(coverage)), marker, ms=3, label=f"{level:.0%}")
+    ax.set_xlim(0, 1.02)
+    ax.set_title(f"{dataset}: test interval coverage", fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.legend(fontsize=6, loc="lower left", handletextpad=0.2, borderpad=0.3)
 
 
 def task_metrics(metrics: pd.DataFrame, task: str) -> pd.DataFrame:
