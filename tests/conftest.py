@@ -122,14 +122,22 @@ ONE_WORKER_MODULES = {
 }
 """Modules whose tests run on one pytest-xdist worker, one after another: they share a session fixture."""
 
+SHARED_UNITS = {
+    "tests/test_pipeline_reruns.py": "tests/test_pipeline.py",  # the smoke DAG (`built`), edited in place
+}
+"""Modules whose tests join the unit of work of a module of ONE_WORKER_MODULES: they share its session fixture, which
+another worker would build again."""
+
 
 class ModuleGroupScheduling(LoadScopeScheduling):
     """pytest-xdist's `load` distribution, test by test, except for the tests of ONE_WORKER_MODULES: each of those
-    modules is one unit of work, dealt out first (units go out by their number of tests). xdist's own `loadgroup`
-    cannot group here: it renames the tests' `_nodeid`, which pytest 9 no longer reads."""
+    modules, with the modules of SHARED_UNITS that join it, is one unit of work, dealt out first (units go out by
+    their number of tests). xdist's own `loadgroup` cannot group here: it renames the tests' `_nodeid`, which pytest 9
+    no longer reads."""
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split("::", 1)[0]
+        module = SHARED_UNITS.get(module, module)
         return module if module in ONE_WORKER_MODULES else nodeid
 
 
@@ -169,6 +177,31 @@ def seeded_global_generators() -> None:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)
+
+
+# The smoke DAG that tests/test_pipeline.py and tests/test_pipeline_reruns.py share (SHARED_UNITS: one worker
+# builds it). Here, not imported into them: each module's import of a fixture would be a fixture of its own, built
+# again.
+JOB_SERVER_LOG = layout.log_file("job_server", "server")
+
+
+@pytest.fixture(scope="session")  # not "module": an xdist worker runs other modules' tests between these
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # The smoke DAG builds its own record of DAG-time work (a cold start, ~30 s) rather than wait for the session's
+    # (dry runs at two scales, made meanwhile by the other worker's first test); it gets the session's after the run,
+    # for the later tests that plan the default scale.
+    project = copy_project(tmp_path_factory.mktemp("project"), dag_record=False)
+    config = yaml.safe_load((project / "config/config.yaml").read_text())
+    (project / "config/config.yaml").write_text(yaml.safe_dump({**config, "scale": "smoke"}))
+    run(["git", "init", "-q"], project)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", "--allow-empty"], project)
+    run(["dvc", "init", "-q"], project)
+    run(["dvc", "config", "core.analytics", "false"], project)
+    # offline where a network namespace can be made; 203 jobs beside the other tests on two cores take 10 minutes
+    run([*OFFLINE, "dvc", "repro"], project, timeout=1800)
+    shutil.copy(project / JOB_SERVER_LOG, project.parent / "first_run_job_server.log")  # later tests rerun jobs
+    add_session_dag_record(project)
+    return project
 
 
 class MirrorHandler(http.server.SimpleHTTPRequestHandler):

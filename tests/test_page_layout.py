@@ -18,7 +18,8 @@ from bnnrepro.artifacts.render import (
     smallest_font_pt,
 )
 from bnnrepro.report.page_layout import layout_problems
-from bnnrepro.report.typst_report import PREAMBLE, typst_str
+from bnnrepro.report.typst_elements import typst_str
+from bnnrepro.report.typst_report import PREAMBLE
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402

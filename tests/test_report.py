@@ -18,7 +18,8 @@ from pypdf import PdfReader  # noqa: E402
 from bnnrepro.artifacts.registry import implementations  # noqa: E402
 from bnnrepro.report import INVOCATION_LIMIT, INVOCATION_VARIABLE, invocation_record  # noqa: E402
 from bnnrepro.report.manifest import build_manifest, code_commit  # noqa: E402
-from bnnrepro.report.typst_report import build_report, format_number, typst_str  # noqa: E402
+from bnnrepro.report.typst_elements import format_number, typst_str  # noqa: E402
+from bnnrepro.report.typst_report import build_report  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 SPECIAL = 'a#b $x$ *y* _z_ @ref <a> [x] \\ "q" ω ± 1'

@@ -4,9 +4,10 @@ Shapes: `probs` [N, C] is one predictive distribution per input (for an ensemble
 the mean of the members' probabilities); `member_probs` [M, N, C] holds the M members' probabilities; `labels` [N].
 Regression: `samples` [S, N, D] are S draws of the predictive mean function at N inputs, `targets` [N, D].
 Regression's calibration metrics (interval coverage, quantile calibration error, CRPS) score the moment-matched
-Gaussian predictive whose NLL the UCI benchmarks report. Definitions follow the SDE-BNN paper (Xu et al. 2022; ECE §5.2.1, CIFAR-10-C errors §5.2.2, gradient variance §4)
-and the repulsive-ensembles paper (D'Angelo & Fortuin 2021, §4 and Table 1: entropy, model disagreement and OOD
-AUROC); the entropy ECDF-AUC is the Haußmann (2021) thesis' (Table 5.2).
+Gaussian predictive whose NLL the UCI benchmarks report. Definitions follow the SDE-BNN paper (Xu et al. 2022; ECE
+§5.2.1, CIFAR-10-C errors §5.2.2, gradient variance §4) and the repulsive-ensembles paper (D'Angelo & Fortuin
+2021, §4 and Table 1: entropy, model disagreement and OOD AUROC); the entropy ECDF-AUC is the Haußmann (2021) thesis'
+(Table 5.2).
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ SAVED_BOUNDS = {"bbox_inches": "tight", "pad_inches": 0.05}
 
 
 def printed_scale(width_in: float, height_in: float) -> float:
-    """How much the report scales a figure of this size (bnnrepro.report.typst_report.figure_image)."""
+    """How much the report scales a figure of this size (bnnrepro.report.typst_elements.figure_image)."""
     return min(PRINTED_WIDTH_CM / 2.54 / width_in, PRINTED_MAX_HEIGHT_CM / 2.54 / height_in)
 
 
