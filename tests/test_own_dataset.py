@@ -131,6 +131,7 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     equivalence = pd.read_csv(tmp_path / files["equivalence"]["csv"]).set_index(["row", "column"])
     assert equivalence.loc[("gp", "rmse_original P(equivalent or better)"), "ours"] == 1.0  # the best, the reference
     assert (equivalence["n_runs"] == 2).all() and "Bayesian signed-rank test" in source  # two datasets
+    assert "Which method to use?" in source and "rmse_original: best gp (10.1 s/run)" in source
     table = pd.read_csv(tmp_path / files["table"]["csv"])
     assert set(table["column"].str.split(" ").str[1]) == {"rmse_original", "nll_original"}  # not test_rmse
     assert render_own_studies([], tmp_path) == ""

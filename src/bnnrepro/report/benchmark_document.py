@@ -33,9 +33,18 @@ from bnnrepro.report.practical_equivalence import (
     RANKED_METRICS_DIRECTION,
     ROPES,
     compare_to_best,
+    equivalence_table,
     verdict,
 )
-from bnnrepro.report.ranking import RANKED_METRICS, SIGNIFICANCE, Ranking, leave_one_out, study_rankings
+from bnnrepro.report.ranking import (
+    RANKED_METRICS,
+    SIGNIFICANCE,
+    Ranking,
+    leave_one_out,
+    ranking_table,
+    study_rankings,
+)
+from bnnrepro.report.recommendation import recommendation
 from bnnrepro.report.study_summary import TEST_PREFIX
 
 RESULTS = Path("docs/benchmark")
@@ -251,34 +260,10 @@ def published_section(compared: pd.DataFrame) -> list[str]:
 
 
 def recommendation_section(rankings: list[Ranking], costs: pd.DataFrame, left_out: list[str]) -> list[str]:
-    """Per metric ranked over datasets: the best method, the methods practically equivalent to it or better, those
-    not shown worse (the candidates a user may still prefer), each with its cost, the cheapest candidate; and what
-    the table cannot tell (how few datasets decide, the methods it does not have)."""
-
-    def named(methods: list[tuple[str, float]]) -> str:
-        return ", ".join(f"{m} (P = {p:.2f}, {costs.loc[m, 'seconds']:.3g} s/run)" for m, p in methods) or "none"
-
-    lines = []
-    for ranking in (r for r in rankings if r.unit == "dataset"):
-        best, comparisons = compare_to_best(ranking)
-        name = SHOWN_METRICS.get(ranking.metric, ranking.metric)
-        equivalent = [(c.method, c.equivalent + c.better) for c in comparisons if verdict(c) == "equivalent or better"]
-        open_ = [(c.method, c.equivalent + c.better) for c in comparisons if verdict(c) == "undecided"]
-        cheapest = min([best, *(m for m, _ in equivalent + open_)], key=lambda m: costs.loc[m, "seconds"])
-        lines.append(
-            f"- **{name}**: best {best} ({costs.loc[best, 'seconds']:.3g} s/run). Practically equivalent or better "
-            f"with probability at least {DECIDED}: {named(equivalent)}. Not shown worse (P(equivalent or better)): "
-            f"{named(open_)}. Cheapest of the best and these: {cheapest}."
-        )
-    datasets = max((len(r.blocks) for r in rankings if r.unit == "dataset"), default=0)
-    lines += [
-        "",
-        f"What this cannot tell: with {datasets} datasets the signed-rank test decides only differences that hold on "
-        "nearly every one of them, so 'not shown worse' is no evidence of equivalence; the methods and datasets the "
-        f"benchmark leaves out or did not run here ({', '.join(left_out) or 'none'}) are not compared; each method ran "
-        "the protocol's settings (see the study's description and the findings below), which may not be its best.",
-    ]
-    return lines
+    """`recommendation` from the benchmark's ranking and equivalence tables, and the methods and datasets it left
+    out or did not run here."""
+    lines = recommendation(ranking_table(rankings, False, costs), equivalence_table(rankings, False), SHOWN_METRICS)
+    return [*lines, "", f"Left out or not run here, so not compared: {', '.join(left_out) or 'none'}."]
 
 
 def not_run(folder: Path, tidy: pd.DataFrame) -> list[str]:

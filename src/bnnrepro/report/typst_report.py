@@ -18,6 +18,7 @@ import pandas as pd
 import typst
 
 from bnnrepro.files import write_atomic
+from bnnrepro.report.recommendation import recommendation
 from bnnrepro.report.summary import NOT_DRAWN, summary_rows
 from bnnrepro.report.typst_elements import figure_image, table_from_csv, typst_str
 from bnnrepro.report.verdicts import VERDICTS, claim_status
@@ -335,6 +336,7 @@ def render_own_studies(studies: list[dict], root: Path) -> str:
                 + f"#block({table_from_csv(file('ranking', 'csv')[0], published=False)})\n"
                 + f"#{figure_image(*ranking_png)}\n"
                 + _optional_table(file("equivalence", "csv")[0], _EQUIVALENCE_NOTE, published=False)
+                + _recommendation(file)
                 + _benchmark_tables(file)
                 + f"#block({table_from_csv(file('table', 'csv')[0], published=False)})\n"
             )
@@ -343,6 +345,16 @@ def render_own_studies(studies: list[dict], root: Path) -> str:
         "evaluation, mean ± standard error over seeds and data splits (n runs)."
     )
     return '#heading(level: 1, "Studies of your own")\n' + f"#par({typst_str(intro)})\n" + "".join(entries)
+
+
+def _recommendation(file: Callable[[str, str], tuple[Path, str]]) -> str:
+    """Which method to use (`bnnrepro.report.recommendation`) from the section's ranking and equivalence tables, ''
+    where the equivalence table is empty (one dataset)."""
+    lines = recommendation(pd.read_csv(file("ranking", "csv")[0]), pd.read_csv(file("equivalence", "csv")[0]))
+    if not lines:
+        return ""
+    paragraphs = "".join(f"#par(text(size: 9pt, {typst_str(line.removeprefix('- '))}))\n" for line in lines if line)
+    return f'#par(text(size: 9pt, weight: "bold", "Which method to use?"))\n{paragraphs}'
 
 
 def _benchmark_tables(file: Callable[[str, str], tuple[Path, str]]) -> str:

@@ -1,0 +1,57 @@
+"""Which method to use, generated from a study's ranking and equivalence tables (`ranking.ranking_table` with its
+cost columns, `practical_equivalence.equivalence_table`), as docs/benchmark.md and the report show it: per metric
+ranked over datasets, the best method, those practically equivalent to it or better (the Bayesian signed-rank test's
+probability at least `DECIDED`), those not shown worse, each with its training time per run, and the cheapest of
+them; then what the tables cannot tell."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from bnnrepro.report.practical_equivalence import DECIDED
+from bnnrepro.report.ranking import COST_COLUMNS
+
+EQUIVALENT, WORSE = "P(equivalent or better)", "P(worse)"
+SECONDS = COST_COLUMNS["seconds"]
+
+
+def recommendation(
+    ranking: pd.DataFrame, equivalence: pd.DataFrame, names: Mapping[str, str] | None = None
+) -> list[str]:
+    """A line per metric of `equivalence` (`names` shows a metric by another name), a blank one, then one of caveats;
+    [] where the equivalence table is empty (one dataset decides nothing about data sets)."""
+    if equivalence.empty:
+        return []
+    names = names or {}
+    cells = ranking.pivot_table(index="row", columns="column", values="ours", aggfunc="first")
+    probabilities = equivalence.pivot_table(index="row", columns="column", values="ours", aggfunc="first")
+    seconds = cells[SECONDS] if SECONDS in cells else pd.Series(float("nan"), index=cells.index)
+
+    def named(methods: pd.Series) -> str:
+        shown = [f"{m} (P = {p:.2f}, {seconds.get(m, float('nan')):.3g} s/run)" for m, p in methods.items()]
+        return ", ".join(shown) or "none"
+
+    lines = []
+    for metric in dict.fromkeys(column.rsplit(" P(", 1)[0] for column in equivalence["column"]):
+        best = str(cells[f"{metric} rank"].idxmin())
+        others = probabilities.drop(index=best)
+        better, worse = others[f"{metric} {EQUIVALENT}"], others[f"{metric} {WORSE}"]
+        equivalent = better[better >= DECIDED].sort_values(ascending=False)
+        undecided = better[(better < DECIDED) & (worse < DECIDED)].sort_values(ascending=False)
+        candidates = [best, *equivalent.index, *undecided.index]
+        cheapest = min(candidates, key=lambda m: seconds.get(m, float("inf")))
+        lines.append(
+            f"- {names.get(metric, metric)}: best {best} ({seconds.get(best, float('nan')):.3g} s/run). Practically "
+            f"equivalent or better with probability at least {DECIDED}: {named(equivalent)}. Not shown worse "
+            f"({EQUIVALENT}): {named(undecided)}. Cheapest of the best and these: {cheapest}."
+        )
+    datasets = int(equivalence["n_runs"].max())
+    lines += [""]
+    lines.append(
+        f"What this cannot tell: with {datasets} datasets the signed-rank test decides only differences that hold on "
+        "nearly every one of them, so 'not shown worse' is no evidence of equivalence; only the methods and datasets "
+        "run here are compared, each at the settings its study gives it, which may not be its best."
+    )
+    return lines
