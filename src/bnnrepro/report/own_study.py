@@ -55,7 +55,7 @@ def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
     axes = fig.subplots(len(datasets), columns, squeeze=False, sharey=True)
     for row, dataset in enumerate(datasets):
         if coverage is not None:
-            draw_coverage(axes[row][-1], coverage.loc[dataset].reindex(entrants), dataset)
+            draw_coverage(axes[row][-1], coverage.loc[dataset].reindex(entrants), dataset, legend=row == 0)
         for column, metric in enumerate(shown):
             ax = axes[row][column]
             values = cells.loc[(TEST_PREFIX + metric, dataset)].reindex(entrants)
@@ -82,10 +82,10 @@ def interval_coverages(metrics: pd.DataFrame) -> pd.DataFrame | None:
     return rows.pivot_table(index=["dataset", "entrant"], columns="metric", values="value", aggfunc="mean")
 
 
-def draw_coverage(ax, coverage: pd.DataFrame, dataset: str) -> None:
+def draw_coverage(ax, coverage: pd.DataFrame, dataset: str, legend: bool) -> None:
     """The calibration panel of a dataset: each entrant's mean test coverage of the central 50/90/95% predictive
     intervals (a marker each) against the levels (dashed lines): a calibrated method's markers sit on its lines,
-    an overconfident one's left of them."""
+    an overconfident one's left of them. The `legend` of the markers goes right of the panel, clear of them."""
     for (metric, level), marker in zip(COVERAGE_LEVELS.items(), "os^", strict=True):
         ax.axvline(level, color="0.6", linestyle="--", linewidth=0.8)
         values = coverage.get(TEST_PREFIX + metric, pd.Series(index=coverage.index, dtype=float))
@@ -93,7 +93,8 @@ def draw_coverage(ax, coverage: pd.DataFrame, dataset: str) -> None:
     ax.set_xlim(0, 1.02)
     ax.set_title(f"{dataset}: test interval coverage", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
-    ax.legend(fontsize=6, loc="lower left", handletextpad=0.2, borderpad=0.3)
+    if legend:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), handletextpad=0.2, borderpad=0.3)
 
 
 def task_metrics(metrics: pd.DataFrame, task: str) -> pd.DataFrame:
