@@ -150,8 +150,9 @@ def no_step(*args: object) -> float:
         (
             "train.select_by=val_accuracy",
             r"train.select_by='val_accuracy' is not recorded by the evaluations of a regression run; valid: epoch, "
-            r"val_rmse, val_nll, val_rmse_original, val_nll_original, test_rmse, test_nll, test_rmse_original, "
-            r"test_nll_original, or a diagnostic of method 'mfvi': set train.select_by in "
+            r"val_rmse, val_nll, val_rmse_original, val_nll_original, val_crps, val_crps_original, val_coverage_50, "
+            r"val_coverage_90, val_coverage_95, val_quantile_calibration_error, test_rmse, .*, "
+            r"test_quantile_calibration_error, or a diagnostic of method 'mfvi': set train.select_by in "
             r"config/train/protocol/sdebnn_toy_smoke.yaml",
         ),
         ("train.select_by=val_rmse", r"the val split of dataset 'sdebnn_toy' is empty"),
