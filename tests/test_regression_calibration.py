@@ -133,3 +133,11 @@ def test_the_report_draws_a_calibration_panel_per_dataset_where_runs_record_cove
     assert sorted(line.get_xdata()[0] for line in panel.lines if line.get_linestyle() == "--") == [0.5, 0.9, 0.95]
     older = metrics[~metrics["metric"].str.startswith("test_coverage")]  # runs made before coverage was recorded
     assert len(metrics_figure(older, "regression").axes) == 4
+
+
+def test_the_report_names_the_coverage_metrics_the_runs_record() -> None:
+    from bnnrepro.metrics import INTERVAL_LEVELS, SPLIT_METRICS
+    from bnnrepro.report.own_study import COVERAGE_LEVELS
+
+    assert tuple(COVERAGE_LEVELS.values()) == INTERVAL_LEVELS
+    assert set(COVERAGE_LEVELS) <= set(SPLIT_METRICS["regression"])

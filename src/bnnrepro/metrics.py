@@ -44,6 +44,16 @@ def root_mean_squared_error(samples: torch.Tensor, targets: torch.Tensor) -> flo
     return float((samples.mean(0) - targets).pow(2).mean().sqrt())
 
 
+def gaussian_predictive(
+    samples: torch.Tensor, noise_variance: float | torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and variance [N, D] of the moment-matched Gaussian predictive of mean-function samples [S, N, D] (their
+    population variance plus the noise's), in float64: the one distribution that the NLL, the interval coverage and
+    the CRPS of a regression run all score."""
+    samples = samples.double()
+    return samples.mean(0), samples.var(0, unbiased=False) + noise_variance
+
+
 def gaussian_predictive_nll(
     samples: torch.Tensor, targets: torch.Tensor, noise_variance: float | torch.Tensor
 ) -> float:
@@ -53,19 +63,9 @@ def gaussian_predictive_nll(
     float64. The negated Gaussian predictive test log-likelihood of the UCI benchmarks (Hernandez-Lobato & Adams
     2015, §5), which thesis Tables 3.1 and 5.1 report. It is inf where the noise variance is infinite (a Cauchy
     likelihood's), inf or nan where the predictive variance is 0 (a single sample and no noise)."""
-    samples, targets = samples.double(), targets.double()
-    variance = samples.var(0, unbiased=False) + noise_variance
-    log_density = -0.5 * (math.log(2 * math.pi) + variance.log() + (targets - samples.mean(0)).square() / variance)
+    mean, variance = gaussian_predictive(samples, noise_variance)
+    log_density = -0.5 * (math.log(2 * math.pi) + variance.log() + (targets.double() - mean).square() / variance)
     return float(-log_density.sum(-1).mean())
-
-
-def gaussian_predictive(
-    samples: torch.Tensor, noise_variance: float | torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and standard deviation [N, D] of the moment-matched Gaussian predictive of `gaussian_predictive_nll`, in
-    float64: the one distribution that the NLL, the interval coverage and the CRPS of a regression run all score."""
-    samples = samples.double()
-    return samples.mean(0), (samples.var(0, unbiased=False) + noise_variance).sqrt()
 
 
 def probability_integral_transform(
@@ -73,8 +73,8 @@ def probability_integral_transform(
 ) -> torch.Tensor:
     """The predictive CDF at each target [N, D] (`gaussian_predictive`): uniform on [0, 1] for a calibrated
     predictive (Dawid 1984; Gneiting et al. 2007, §2)."""
-    mean, std = gaussian_predictive(samples, noise_variance)
-    return torch.special.ndtr((targets.double() - mean) / std)
+    mean, variance = gaussian_predictive(samples, noise_variance)
+    return torch.special.ndtr((targets.double() - mean) / variance.sqrt())
 
 
 INTERVAL_LEVELS = (0.5, 0.9, 0.95)
@@ -107,8 +107,8 @@ def continuous_ranked_probability_score(
     torch backend holds pi in float32). Lower is better; in the targets' units."""
     import scoringrules  # numpy, scipy: loaded only by the jobs that score a regression
 
-    mean, std = gaussian_predictive(samples, noise_variance)
-    arrays = (targets.double().numpy(), mean.numpy(), std.expand_as(mean).numpy())
+    mean, variance = gaussian_predictive(samples, noise_variance)
+    arrays = (targets.double().numpy(), mean.numpy(), variance.sqrt().expand_as(mean).numpy())
     return float(scoringrules.crps_normal(*arrays, backend="numpy").sum(-1).mean())
 
 

@@ -57,12 +57,11 @@ class TreeRepairs:
         sources = workflow_source_files()
         self.timestamps, self.incomplete, self.made = timestamps, incomplete, False
         self.result_times = restored_times(timestamps, sources=sources)
-        record_time = self.result_times.get(str(timestamps))
+        record_time = self.result_times.get(str(timestamps))  # the record's time once its results are restored
+        if record_time is None and timestamps.is_file():
+            record_time = timestamps.stat().st_mtime_ns
         self.outdated = changed_sources(timestamps, sources, record_time=record_time)
-        self.source_times = {}
-        if self.outdated:
-            record_time = timestamps.stat().st_mtime_ns if record_time is None else record_time
-            self.source_times = dict.fromkeys(self.outdated, outdating_time(record_time))
+        self.source_times = dict.fromkeys(self.outdated, outdating_time(record_time)) if self.outdated else {}
 
     def make(self, dry_run: bool, file_times: dict, forced_files: set) -> list[str]:
         """Make the repairs, once: on disk, or for a `dry_run` in Snakemake's view only: its cache of file times

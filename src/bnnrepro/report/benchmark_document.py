@@ -27,12 +27,14 @@ from bnnrepro.report.benchmark import (
     published_values,
     validation_choice,
 )
+from bnnrepro.report.own_study import COVERAGE_LEVELS
 from bnnrepro.report.per_dataset_tests import HOLDOUT_FRACTION, compare_within_datasets, split_verdict
 from bnnrepro.report.practical_equivalence import (
     DECIDED,
     RANKED_METRICS_DIRECTION,
     ROPES,
-    compare_to_best,
+    Comparison,
+    compare_each,
     equivalence_table,
     verdict,
 )
@@ -131,10 +133,10 @@ def pool_sensitivity(ranking: Ranking) -> str:
     )  # fmt: skip
 
 
-def equivalence_section(rankings: list[Ranking], task: str) -> list[str]:
-    """Per ranking over datasets: its best method and, for each other, the Bayesian signed-rank test's probabilities
-    that it is worse than the best beyond the ROPE, within it, or better (`bnnrepro.report.practical_equivalence`),
-    and the methods each answer decides for."""
+def equivalence_section(compared: dict[str, tuple[str, list[Comparison]]], task: str) -> list[str]:
+    """Per ranking over datasets (`compared`: `compare_each`'s): its best method and, for each other, the Bayesian
+    signed-rank test's probabilities that it is worse than the best beyond the ROPE, within it, or better
+    (`bnnrepro.report.practical_equivalence`), and the methods each answer decides for."""
     lines = [
         "Each method against the best (by average rank) on the datasets' means: the Bayesian signed-rank test "
         "(Benavoli et al. 2017, baycomp), P(worse than the best by more than the region of practical equivalence), "
@@ -148,9 +150,8 @@ def equivalence_section(rankings: list[Ranking], task: str) -> list[str]:
         "dataset weighs alike and the noise of each mean is not modelled.",
         "",
     ]
-    for ranking in (r for r in rankings if r.unit == "dataset"):
-        best, comparisons = compare_to_best(ranking)
-        name = SHOWN_METRICS.get(ranking.metric, ranking.metric)
+    for metric, (best, comparisons) in compared.items():
+        name = SHOWN_METRICS.get(metric, metric)
         lines += [f"**{name}**: best average rank {best}.", "", "| method | P(worse) | P(equivalent) | P(better) |",
                   "|---|---|---|---|"]  # fmt: skip
         lines += [f"| {c.method} | {c.worse:.2f} | {c.equivalent:.2f} | {c.better:.2f} |" for c in comparisons]
@@ -174,7 +175,7 @@ def metric_table(selected: pd.DataFrame, metric: str) -> list[str]:
     return lines
 
 
-CALIBRATION_METRICS = {"crps_original": "CRPS", "coverage_50": "50%", "coverage_90": "90%", "coverage_95": "95%",
+CALIBRATION_METRICS = {"crps_original": "CRPS", **{m: f"{level:.0%}" for m, level in COVERAGE_LEVELS.items()},
                        "quantile_calibration_error": "QCE"}  # fmt: skip
 """A regression run's calibration metrics (bnnrepro.metrics), by the column that shows them."""
 
@@ -259,10 +260,16 @@ def published_section(compared: pd.DataFrame) -> list[str]:
     return lines
 
 
-def recommendation_section(rankings: list[Ranking], costs: pd.DataFrame, left_out: list[str]) -> list[str]:
-    """`recommendation` from the benchmark's ranking and equivalence tables, and the methods and datasets it left
-    out or did not run here."""
-    lines = recommendation(ranking_table(rankings, False, costs), equivalence_table(rankings, False), SHOWN_METRICS)
+def recommendation_section(
+    rankings: list[Ranking],
+    costs: pd.DataFrame,
+    left_out: list[str],
+    compared: dict[str, tuple[str, list[Comparison]]] | None = None,
+) -> list[str]:
+    """`recommendation` from the benchmark's ranking and equivalence tables (of the comparisons `compared`, made
+    here where not given), and the methods and datasets it left out or did not run here."""
+    equivalence = equivalence_table(rankings, False, compared)
+    lines = recommendation(ranking_table(rankings, False, costs), equivalence, SHOWN_METRICS)
     return [*lines, "", f"Left out or not run here, so not compared: {', '.join(left_out) or 'none'}."]
 
 
@@ -273,11 +280,10 @@ def not_run(folder: Path, tidy: pd.DataFrame) -> list[str]:
     return methods + sorted({run.dataset for run in runs} - set(tidy["dataset"]))
 
 
-def not_run_section(folder: Path, tidy: pd.DataFrame) -> list[str]:
-    """The methods and datasets of the benchmark at the kept scale that no kept run has, with `NOT_RUN_FILE`'s
-    reasons; an error naming the file where one has none."""
+def not_run_section(folder: Path, missing: list[str]) -> list[str]:
+    """The methods and datasets of the benchmark at the kept scale that no kept run has (`missing`: `not_run`'s),
+    with `NOT_RUN_FILE`'s reasons; an error naming the file where one has none."""
     study, scale = load_study(folder.name), folder.parent.name
-    missing = not_run(folder, tidy)
     reasons_file = folder.parent / NOT_RUN_FILE
     reasons = (read_yaml(reasons_file) if reasons_file.is_file() else {}).get(study.name, {})
     if unexplained := [name for name in missing if name not in reasons]:
@@ -297,6 +303,7 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
     compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
     rankings = study_rankings(selected, study.benchmark["task"])
     costs = method_costs(tidy, block_keys(study.benchmark))
+    to_best, missing = compare_each(rankings), not_run(folder, tidy)
     wall = provenance.get("wall_seconds")
     lines = [
         f"## {provenance['study']} at `{provenance['scale']}`",
@@ -313,9 +320,9 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "Generated from the tests below: the Bayesian signed-rank test over the datasets' means against each metric's "
         "best, and each method's training seconds per run.",
         "",
-        *recommendation_section(rankings, costs, [*study.benchmark.get("leave_out", {}), *not_run(folder, tidy)]),
+        *recommendation_section(rankings, costs, [*study.benchmark.get("leave_out", {}), *missing], to_best),
         "",
-        *not_run_section(folder, tidy),
+        *not_run_section(folder, missing),
         "### Cost per dataset",
         "",
         *cost_section(tidy),
@@ -332,7 +339,7 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "",
         "### Practically equivalent to the best?",
         "",
-        *equivalence_section(rankings, study.benchmark["task"]),
+        *equivalence_section(to_best, study.benchmark["task"]),
     ]
     for metric, name in SHOWN_METRICS.items():
         lines += [

@@ -69,7 +69,8 @@ def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
 
 
 COVERAGE_LEVELS = {"coverage_50": 0.5, "coverage_90": 0.9, "coverage_95": 0.95}
-"""The central predictive intervals whose test coverage a regression run records (bnnrepro.metrics)."""
+"""The central predictive intervals whose test coverage a regression run records (bnnrepro.metrics.INTERVAL_LEVELS,
+by the names its SPLIT_METRICS give them; named here, where no torch is loaded)."""
 
 
 def interval_coverages(metrics: pd.DataFrame) -> pd.DataFrame | None:

@@ -86,19 +86,25 @@ def verdict(comparison: Comparison) -> str:
     return "undecided"
 
 
-def equivalence_table(rankings: list[Ranking], standin: bool) -> pd.DataFrame:
-    """The comparisons of each ranking over datasets in the layout of the report's tables: a row per method, per
-    metric the columns 'P(equivalent or better)' and 'P(worse)' against that metric's best (the best itself: 1 and
-    0), n = the datasets; empty where the rankings are over one dataset's replicates (one dataset decides nothing
-    about data sets)."""
+def compare_each(rankings: list[Ranking]) -> dict[str, tuple[str, list[Comparison]]]:
+    """{metric: `compare_to_best`} of each ranking over datasets (none over one dataset's replicates)."""
+    return {ranking.metric: compare_to_best(ranking) for ranking in rankings if ranking.unit == "dataset"}
+
+
+def equivalence_table(
+    rankings: list[Ranking], standin: bool, compared: dict[str, tuple[str, list[Comparison]]] | None = None
+) -> pd.DataFrame:
+    """The comparisons of each ranking over datasets (`compare_each`, or the ones already `compared`) in the layout of
+    the report's tables: a row per method, per metric the columns 'P(equivalent or better)' and 'P(worse)' against
+    that metric's best (the best itself: 1 and 0), n = the datasets; empty where the rankings are over one dataset's
+    replicates (one dataset decides nothing about data sets)."""
     rows = []
-    for ranking in (r for r in rankings if r.unit == "dataset"):
-        best, comparisons = compare_to_best(ranking)
+    for metric, (best, comparisons) in (compare_each(rankings) if compared is None else compared).items():
         if not comparisons:
             continue
         cell = {"ours_error": math.nan, "standin": standin, "n_runs": comparisons[0].datasets}
         reference = Comparison(best, worse=0.0, equivalent=1.0, better=0.0, datasets=comparisons[0].datasets)
         for c in [reference, *comparisons]:
             for column, value in (("P(equivalent or better)", c.equivalent + c.better), ("P(worse)", c.worse)):
-                rows.append({**cell, "row": c.method, "column": f"{ranking.metric} {column}", "ours": value})
+                rows.append({**cell, "row": c.method, "column": f"{metric} {column}", "ours": value})
     return pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)

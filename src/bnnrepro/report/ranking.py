@@ -95,13 +95,17 @@ def metric_blocks(metrics: pd.DataFrame, metric: str, unit: str = "replicate") -
     return table
 
 
+def average_ranks(blocks: pd.DataFrame, better: str) -> pd.Series:
+    """Each entrant's mean rank over the blocks (1 = best; ties share their mean rank), best first."""
+    return (blocks if better == "lower" else -blocks).rank(axis=1, method="average").mean().sort_values()
+
+
 def rank_metric(metrics: pd.DataFrame, metric: str, better: str, unit: str | None = None) -> Ranking:
     """The ranking of every entrant on `metric`, `better` 'lower' or 'higher', over blocks of `unit` (by default the
     dataset where there are two or more: `block_unit`)."""
     unit = unit or block_unit(metrics)
     blocks = metric_blocks(metrics, metric, unit)
-    ranks = (blocks if better == "lower" else -blocks).rank(axis=1, method="average")
-    average = ranks.mean().sort_values()
+    average = average_ranks(blocks, better)
     friedman_p, nemenyi = None, None
     if blocks.shape[1] >= 3 and blocks.shape[0] >= 2:
         friedman_p = float(stats.friedmanchisquare(*(blocks[column] for column in blocks)).pvalue)
@@ -127,8 +131,7 @@ def leave_one_out(ranking: Ranking, better: str) -> pd.DataFrame:
     full = list(ranking.average_ranks.index)
     rows = []
     for left_out in full:
-        blocks = ranking.blocks.drop(columns=left_out)
-        average = (blocks if better == "lower" else -blocks).rank(axis=1, method="average").mean().sort_values()
+        average = average_ranks(ranking.blocks.drop(columns=left_out), better)
         others = [m for m in full if m != left_out]
         tau = stats.kendalltau([others.index(m) for m in others], [average[m] for m in others]).statistic
         rows.append({"left_out": left_out, "best": average.index[0], "tau": float(tau)})
