@@ -13,9 +13,6 @@ all: report
 $(STAMP): pyproject.toml requirements.lock Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
-	@# baycomp (Bayesian comparisons of methods over datasets, bnnrepro.report.practical_equivalence) without its
-	@# pystan requirement: only its hierarchical test needs Stan, and the report does not run it.
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps baycomp==1.0.3
 	@# laplace-torch declares torchvision, which no code here imports. A CPU build of torch beside PyPI's CUDA build
 	@# of torchvision cannot load torchvision's operators, and then `import laplace` fails: drop such a torchvision.
 	$(VENV)/bin/python -c 'import torchvision' 2>/dev/null || $(VENV)/bin/pip uninstall --quiet -y torchvision

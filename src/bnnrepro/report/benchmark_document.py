@@ -27,6 +27,7 @@ from bnnrepro.report.benchmark import (
     published_values,
     validation_choice,
 )
+from bnnrepro.report.hierarchical_comparison import kept_comparisons
 from bnnrepro.report.own_study import COVERAGE_LEVELS
 from bnnrepro.report.per_dataset_tests import HOLDOUT_FRACTION, compare_within_datasets, split_verdict
 from bnnrepro.report.practical_equivalence import (
@@ -46,7 +47,7 @@ from bnnrepro.report.ranking import (
     ranking_table,
     study_rankings,
 )
-from bnnrepro.report.recommendation import recommendation
+from bnnrepro.report.recommendation import SIGNED_RANK_LIMIT, recommendation
 from bnnrepro.report.study_summary import TEST_PREFIX
 
 RESULTS = Path("docs/benchmark")
@@ -133,23 +134,35 @@ def pool_sensitivity(ranking: Ranking) -> str:
     )  # fmt: skip
 
 
-def equivalence_section(compared: dict[str, tuple[str, list[Comparison]]], task: str) -> list[str]:
-    """Per ranking over datasets (`compared`: `compare_each`'s): its best method and, for each other, the Bayesian
-    signed-rank test's probabilities that it is worse than the best beyond the ROPE, within it, or better
-    (`bnnrepro.report.practical_equivalence`), and the methods each answer decides for."""
-    lines = [
-        "Each method against the best (by average rank) on the datasets' means: the Bayesian signed-rank test "
-        "(Benavoli et al. 2017, baycomp), P(worse than the best by more than the region of practical equivalence), "
-        f"P(within it), P(better); decided at {DECIDED}. ROPE: "
-        + "; ".join(
-            f"{SHOWN_METRICS.get(m, m)} {rope:g}{' of the best' if kind == 'relative' else ''}"
-            for m, (kind, rope) in ROPES.items()
-            if m in RANKED_METRICS[task]
-        )  # fmt: skip
-        + ". Not the hierarchical test of Corani et al. (2017), which needs a Stan backend: with few datasets every "
-        "dataset weighs alike and the noise of each mean is not modelled.",
-        "",
-    ]
+HIERARCHICAL_TEST = (
+    "Each method against the best (by average rank) over the datasets, with each dataset's splits as its repeated "
+    "measures: the hierarchical Bayesian t-test (Corani et al. 2017, baycomp with Stan; the splits' correlation "
+    f"the held-out share, {HOLDOUT_FRACTION:g}), P(worse than the best by more than the region of practical "
+    f"equivalence on a new dataset), P(within it), P(better); decided at {DECIDED}."
+)
+SIGNED_RANK_TEST = (
+    "The same on the datasets' means alone, as the report computes it at any scale: the Bayesian signed-rank test "
+    "(Benavoli et al. 2017, baycomp), where every dataset weighs alike whatever the noise of its mean."
+)
+HIERARCHICAL_LIMIT = (
+    "the hierarchical test's probabilities are of a new dataset like these {datasets}, and with this few a "
+    "difference that changes size or sign between datasets leaves the answer open, so 'not shown worse' is no "
+    "evidence of equivalence"
+)
+
+
+def rope_sentence(task: str) -> str:
+    """The regions of practical equivalence of the task's ranked metrics, in a sentence."""
+    ropes = [f"{SHOWN_METRICS.get(m, m)} {rope:g}{' of the best' if kind == 'relative' else ''}"
+             for m, (kind, rope) in ROPES.items() if m in RANKED_METRICS[task]]  # fmt: skip
+    return "ROPE: " + "; ".join(ropes) + "."
+
+
+def equivalence_section(compared: dict[str, tuple[str, list[Comparison]]], test: str) -> list[str]:
+    """Per ranking over datasets (`compared`: a test's comparisons with each metric's best, `test` its description):
+    its best method and, for each other, the probabilities that it is worse than the best beyond the ROPE, within it,
+    or better, and the methods each answer decides for."""
+    lines = [test, ""]
     for metric, (best, comparisons) in compared.items():
         name = SHOWN_METRICS.get(metric, metric)
         lines += [f"**{name}**: best average rank {best}.", "", "| method | P(worse) | P(equivalent) | P(better) |",
@@ -265,11 +278,13 @@ def recommendation_section(
     costs: pd.DataFrame,
     left_out: list[str],
     compared: dict[str, tuple[str, list[Comparison]]] | None = None,
+    limit: str = SIGNED_RANK_LIMIT,
 ) -> list[str]:
-    """`recommendation` from the benchmark's ranking and equivalence tables (of the comparisons `compared`, made
-    here where not given), and the methods and datasets it left out or did not run here."""
+    """`recommendation` from the benchmark's ranking and equivalence tables (of the comparisons `compared`, the
+    signed-rank test's made here where not given; `limit` what their test cannot tell), and the methods and datasets
+    it left out or did not run here."""
     equivalence = equivalence_table(rankings, False, compared)
-    lines = recommendation(ranking_table(rankings, False, costs), equivalence, SHOWN_METRICS)
+    lines = recommendation(ranking_table(rankings, False, costs), equivalence, SHOWN_METRICS, limit)
     return [*lines, "", f"Left out or not run here, so not compared: {', '.join(left_out) or 'none'}."]
 
 
@@ -294,8 +309,9 @@ def not_run_section(folder: Path, missing: list[str]) -> list[str]:
     return [*lines, *(f"| {name} | {' '.join(str(reasons[name]).split())} |" for name in missing), ""]
 
 
-def benchmark_section(folder: Path, root: Path) -> list[str]:
-    """The section of one benchmark kept at one scale."""
+def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[str]:
+    """The section of one benchmark kept at one scale; its hierarchical posteriors sampled and kept where stale and
+    `sample` (`bnnrepro.report.hierarchical_comparison.kept_comparisons`)."""
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
     tidy = pd.read_csv(folder / METRICS_FILE)
     study = load_study(provenance["study"])
@@ -304,6 +320,8 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
     rankings = study_rankings(selected, study.benchmark["task"])
     costs = method_costs(tidy, block_keys(study.benchmark))
     to_best, missing = compare_each(rankings), not_run(folder, tidy)
+    hierarchical = kept_comparisons(folder, rankings, selected, sample)
+    task = study.benchmark["task"]
     wall = provenance.get("wall_seconds")
     lines = [
         f"## {provenance['study']} at `{provenance['scale']}`",
@@ -317,10 +335,12 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         *code_section(folder, root),
         "### Which method to use?",
         "",
-        "Generated from the tests below: the Bayesian signed-rank test over the datasets' means against each metric's "
-        "best, and each method's training seconds per run.",
+        "Generated from the tests below: the hierarchical Bayesian test of each method against each metric's best "
+        f"over the datasets and their splits, and each method's training seconds per run. {rope_sentence(task)}",
         "",
-        *recommendation_section(rankings, costs, [*study.benchmark.get("leave_out", {}), *missing], to_best),
+        *recommendation_section(
+            rankings, costs, [*study.benchmark.get("leave_out", {}), *missing], hierarchical, HIERARCHICAL_LIMIT
+        ),
         "",
         *not_run_section(folder, missing),
         "### Cost per dataset",
@@ -339,7 +359,8 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
         "",
         "### Practically equivalent to the best?",
         "",
-        *equivalence_section(to_best, study.benchmark["task"]),
+        *equivalence_section(hierarchical, f"{HIERARCHICAL_TEST} {rope_sentence(task)}"),
+        *equivalence_section(to_best, SIGNED_RANK_TEST),
     ]
     for metric, name in SHOWN_METRICS.items():
         lines += [
@@ -348,8 +369,8 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
             *metric_table(selected, metric),
             "",
         ]
-    lines += ["", "### Per dataset", "", *per_dataset_section(selected, study.benchmark["task"]), ""]
-    if study.benchmark["task"] == "regression":
+    lines += ["", "### Per dataset", "", *per_dataset_section(selected, task), ""]
+    if task == "regression":
         lines += ["### Calibration", "", *calibration_section(selected), ""]
     lines += ["### Published numbers beside ours", "", *published_section(compared), ""]
     if (folder / FINDINGS_FILE).is_file():
@@ -364,9 +385,9 @@ def benchmark_section(folder: Path, root: Path) -> list[str]:
     return [*lines, ""]
 
 
-def benchmark_document(results: Path, shown: str = RESULTS.as_posix()) -> str:
+def benchmark_document(results: Path, shown: str = RESULTS.as_posix(), sample: bool = False) -> str:
     """The document of the benchmarks kept under `results` (named `shown` in its text), staleness judged against the
-    current checkout's code."""
+    current checkout's code; stale hierarchical posteriors sampled and kept where `sample`, else an error."""
     root = project_root()
     folders = sorted(path.parent for path in results.glob(f"*/*/{PROVENANCE_FILE}"))
     lines = [
@@ -382,13 +403,13 @@ def benchmark_document(results: Path, shown: str = RESULTS.as_posix()) -> str:
         "",
     ]
     for folder in folders:
-        lines += benchmark_section(folder, root)
+        lines += benchmark_section(folder, root, sample)
     return "\n".join(lines).rstrip() + "\n"
 
 
 def main() -> None:
     root = project_root()
-    (root / DOCUMENT).write_text(benchmark_document(root / RESULTS))
+    (root / DOCUMENT).write_text(benchmark_document(root / RESULTS, sample=True))
     print(root / DOCUMENT)
 
 

@@ -1,8 +1,9 @@
 """Which method to use, generated from a study's ranking and equivalence tables (`ranking.ranking_table` with its
 cost columns, `practical_equivalence.equivalence_table`), as docs/benchmark.md and the report show it: per metric
-ranked over datasets, the best method, those practically equivalent to it or better (the Bayesian signed-rank test's
-probability at least `DECIDED`), those not shown worse, each with its training time per run, and the cheapest of
-them; then what the tables cannot tell."""
+ranked over datasets, the best method, those practically equivalent to it or better (the test's probability at least
+`DECIDED`: the Bayesian signed-rank test's on the datasets' means in the report, the hierarchical test's in
+docs/benchmark.md), those not shown worse, each with its training time per run, and the cheapest of them; then what
+the tables cannot tell."""
 
 from __future__ import annotations
 
@@ -15,13 +16,22 @@ from bnnrepro.report.ranking import COST_COLUMNS
 
 EQUIVALENT, WORSE = "P(equivalent or better)", "P(worse)"
 SECONDS = COST_COLUMNS["seconds"]
+SIGNED_RANK_LIMIT = (
+    "with {datasets} datasets the signed-rank test decides only differences that hold on nearly every one of them, "
+    "so 'not shown worse' is no evidence of equivalence"
+)
+"""What the signed-rank test on the datasets' means cannot tell (`{datasets}`: how many it had)."""
 
 
 def recommendation(
-    ranking: pd.DataFrame, equivalence: pd.DataFrame, names: Mapping[str, str] | None = None
+    ranking: pd.DataFrame,
+    equivalence: pd.DataFrame,
+    names: Mapping[str, str] | None = None,
+    limit: str = SIGNED_RANK_LIMIT,
 ) -> list[str]:
-    """A line per metric of `equivalence` (`names` shows a metric by another name), a blank one, then one of caveats;
-    [] where the equivalence table is empty (one dataset decides nothing about data sets)."""
+    """A line per metric of `equivalence` (`names` shows a metric by another name), a blank one, then one of caveats
+    (`limit`: what the test that made the probabilities cannot tell, `{datasets}` its number of datasets); [] where
+    the equivalence table is empty (one dataset decides nothing about data sets)."""
     if equivalence.empty:
         return []
     names = names or {}
@@ -50,8 +60,7 @@ def recommendation(
     datasets = int(equivalence["n_runs"].max())
     lines += [""]
     lines.append(
-        f"What this cannot tell: with {datasets} datasets the signed-rank test decides only differences that hold on "
-        "nearly every one of them, so 'not shown worse' is no evidence of equivalence; only the methods and datasets "
-        "run here are compared, each at the settings its study gives it, which may not be its best."
+        f"What this cannot tell: {limit.format(datasets=datasets)}; only the methods and datasets run here are "
+        "compared, each at the settings its study gives it, which may not be its best."
     )
     return lines

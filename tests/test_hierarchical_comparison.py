@@ -1,0 +1,95 @@
+"""The hierarchical Bayesian comparison of each method with the best over datasets (bnnrepro.report.hierarchical_
+comparison): shortfalls paired by split, a method better on one dataset only not called better on a new one while
+the splits counted as independent would call it so (pseudo-replication's negative control), a method better on every
+dataset called better (the positive control), seeded sampling, and kept posteriors reused only while their inputs
+are current."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from bnnrepro.report.hierarchical_comparison import (
+    POSTERIORS_FILE,
+    StalePosteriors,
+    hierarchical_probabilities,
+    input_digest,
+    kept_comparisons,
+    shortfall_matrix,
+)
+from bnnrepro.report.ranking import study_rankings
+
+
+def splits(values: dict[str, dict[str, list[float]]]) -> pd.DataFrame:
+    """A tidy frame of test RMSEs: {dataset: {method: one value per split}}."""
+    rows = [
+        {"method": m, "hparams": f"split={k}", "seed": 0, "dataset": d, "metric": "test_rmse_original", "value": v}
+        for d, methods in values.items()
+        for m, series in methods.items()
+        for k, v in enumerate(series)
+    ]
+    return pd.DataFrame(rows).assign(standin=False)
+
+
+def planted(rng: np.random.Generator, lucky_gain: list[float], splits_per_set: int = 20) -> pd.DataFrame:
+    """`lucky` and `base` on one dataset per entry of `lucky_gain`: there lucky's RMSE is base's times (1 - gain),
+    with split noise of 2% of the RMSE (the same split shifts both: the splits are paired)."""
+    sets = {}
+    for index, gain in enumerate(lucky_gain):
+        scale = 1.0 + index
+        shared = scale * (1 + 0.05 * rng.normal(size=splits_per_set))
+        base = shared * (1 + 0.02 * rng.normal(size=splits_per_set))
+        lucky = shared * (1 - gain) * (1 + 0.02 * rng.normal(size=splits_per_set))
+        sets[f"set{index}"] = {"base": list(base), "lucky": list(lucky)}
+    return splits(sets)
+
+
+def test_the_shortfall_is_paired_by_split_relative_for_rmse_and_as_long_on_every_dataset() -> None:
+    metrics = splits({"a": {"best": [1.0, 2.0, 4.0], "m": [1.1, 2.0, np.nan]}, "b": {"best": [2.0, 2.0], "m": [1.0, 3.0]}})
+    shortfall = shortfall_matrix(metrics, "rmse_original", "best", "m")
+    # dataset a keeps the splits both have (0 and 1), b its first two: (m - best) / best per split
+    np.testing.assert_allclose(shortfall, [[0.1, 0.0], [-0.5, 0.5]])
+
+
+@pytest.mark.slow  # compiles baycomp's Stan model once per machine (about 90 s), then seconds per comparison
+def test_one_dataset_does_not_make_a_method_better_on_a_new_one_as_its_splits_would() -> None:
+    rng = np.random.default_rng(0)
+    one_set = planted(rng, [0.3, 0.0, 0.0, 0.0, 0.0])
+    shortfall = shortfall_matrix(one_set, "rmse_original", "base", "lucky")
+    assert shortfall.shape == (5, 20)
+    # the split-level view: 100 splits as independent pairs, lucky better at any level
+    assert stats.ttest_1samp(shortfall.ravel(), 0.0, alternative="less").pvalue < 1e-3
+    worse, equivalent, better = hierarchical_probabilities(shortfall, "rmse_original")
+    assert better < 0.95 and worse + equivalent + better == pytest.approx(1.0)
+    # the positive control: 10% better on every dataset
+    everywhere = planted(rng, [0.1] * 5)
+    assert hierarchical_probabilities(shortfall_matrix(everywhere, "rmse_original", "base", "lucky"), "rmse_original")[
+        2
+    ] >= 0.95
+    # seeded: the same inputs give the same posterior
+    assert hierarchical_probabilities(shortfall, "rmse_original") == (worse, equivalent, better)
+
+
+def test_kept_posteriors_are_used_while_current_and_a_changed_run_asks_for_a_new_sample(tmp_path: Path) -> None:
+    metrics = planted(np.random.default_rng(1), [0.05, 0.05, 0.0])
+    rankings = study_rankings(metrics, "regression")
+    ranking = next(r for r in rankings if r.metric == "rmse_original")
+    best, other = str(ranking.average_ranks.index[0]), str(ranking.average_ranks.index[1])
+    digest = input_digest(shortfall_matrix(metrics, "rmse_original", best, other), "rmse_original")
+    kept = {"worse": 0.1, "equivalent": 0.2, "better": 0.7, "datasets": 3, "digest": digest}
+    (tmp_path / POSTERIORS_FILE).write_text(json.dumps({"rmse_original": {other: kept}}))
+    compared = kept_comparisons(tmp_path, [ranking], metrics)
+    (comparison,) = compared["rmse_original"][1]
+    assert compared["rmse_original"][0] == best and (comparison.method, comparison.better) == (other, 0.7)
+    changed = metrics.copy()
+    changed.loc[changed.index[0], "value"] *= 1.01  # one split of one run
+    with pytest.raises(StalePosteriors, match=r"rmse_original .*python -m bnnrepro.report.benchmark_document"):
+        kept_comparisons(tmp_path, [ranking], changed)
+    (tmp_path / POSTERIORS_FILE).unlink()
+    with pytest.raises(StalePosteriors, match="no current hierarchical posterior"):
+        kept_comparisons(tmp_path, [ranking], metrics)
