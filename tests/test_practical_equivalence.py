@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from bnnrepro.report.practical_equivalence import compare_to_best, equivalence_table, excess, verdict
-from bnnrepro.report.ranking import rank_metric, study_rankings
+from bnnrepro.report.ranking import rank_metric, ranking_table, study_rankings
+from bnnrepro.report.recommendation import recommendation
 
 
 def means(values: dict[str, list[float]]) -> pd.DataFrame:
@@ -71,3 +72,19 @@ def test_the_recommendation_names_the_equivalent_the_undecided_and_the_cheapest(
     assert "Not shown worse (P(equivalent or better)): half (P = " in line
     assert "Cheapest of the best and these: half." in line and "worse (P = " not in line
     assert "with 10 datasets" in cannot and left_out.endswith("not compared: gp.")
+
+
+def test_fewer_than_five_datasets_decide_nothing_though_the_probabilities_are_shown() -> None:
+    """Two datasets on which a method is 50% worse: the signed-rank test's P(worse) passes 0.95 (its prior's one
+    pseudo-observation is all that stands against them), but no verdict is drawn from two datasets; the control:
+    the same shortfall on five datasets is called worse."""
+    two = means({"best": BASE[:2], "worse": [v * 1.5 for v in BASE[:2]]})
+    ranking = rank_metric(two, "rmse_original", "lower")
+    (comparison,) = compare_to_best(ranking)[1]
+    assert comparison.worse > 0.95 and verdict(comparison) == "undecided"
+    costs = pd.DataFrame({"settings": 1, "seconds": [1.0, 2.0]}, index=["best", "worse"])
+    line, _, cannot = recommendation(ranking_table([ranking], False, costs), equivalence_table([ranking], False))
+    assert "Not shown worse (P(equivalent or better)): worse (P = 0.04, 2 s/run)" in line
+    assert "with 2 datasets, fewer than the 5 a verdict needs" in cannot
+    five = means({"best": BASE[:5], "worse": [v * 1.5 for v in BASE[:5]]})
+    assert verdict(compare_to_best(rank_metric(five, "rmse_original", "lower"))[1][0]) == "worse"

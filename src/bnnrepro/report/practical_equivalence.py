@@ -34,6 +34,11 @@ RANKED_METRICS_DIRECTION = {metric: better for task in RANKED_METRICS.values() f
 """metric: 'lower' or 'higher', whichever is better."""
 DECIDED = 0.95
 """The posterior probability at which the test's answer counts as decided."""
+MIN_DATASETS = 5
+"""The fewest datasets a verdict is drawn from. With fewer, the signed-rank test's prior decides: its Dirichlet
+process puts one pseudo-observation at zero, so two datasets that agree give P = 0.96 however small they are, and a
+question about a new dataset is not answered by two or three (the exact one-sided Wilcoxon signed-rank test
+cannot reject at 5% with fewer than five either). The probabilities are still shown."""
 SAMPLES, SEED = 50_000, 0
 """Posterior draws of the Dirichlet process (baycomp's default count) and their seed, for a document that does not
 change between regenerations."""
@@ -78,7 +83,10 @@ def compare_to_best(ranking: Ranking) -> tuple[str, list[Comparison]]:
 
 
 def verdict(comparison: Comparison) -> str:
-    """'equivalent or better', 'worse' (each with probability at least DECIDED) or 'undecided'."""
+    """'equivalent or better', 'worse' (each with probability at least DECIDED, over at least MIN_DATASETS
+    datasets) or 'undecided'."""
+    if comparison.datasets < MIN_DATASETS:
+        return "undecided"
     if comparison.equivalent + comparison.better >= DECIDED:
         return "equivalent or better"
     if comparison.worse >= DECIDED:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from bnnrepro.report.practical_equivalence import DECIDED
+from bnnrepro.report.practical_equivalence import DECIDED, MIN_DATASETS
 from bnnrepro.report.ranking import COST_COLUMNS
 
 EQUIVALENT, WORSE = "P(equivalent or better)", "P(worse)"
@@ -43,13 +43,15 @@ def recommendation(
         shown = [f"{m} (P = {p:.2f}, {seconds.get(m, float('nan')):.3g} s/run)" for m, p in methods.items()]
         return ", ".join(shown) or "none"
 
+    datasets = int(equivalence["n_runs"].max())
+    decides = DECIDED if datasets >= MIN_DATASETS else float("inf")  # too few datasets: no verdict (MIN_DATASETS)
     lines = []
     for metric in dict.fromkeys(column.rsplit(" P(", 1)[0] for column in equivalence["column"]):
         best = str(cells[f"{metric} rank"].idxmin())
         others = probabilities.drop(index=best)
         better, worse = others[f"{metric} {EQUIVALENT}"], others[f"{metric} {WORSE}"]
-        equivalent = better[better >= DECIDED].sort_values(ascending=False)
-        undecided = better[(better < DECIDED) & (worse < DECIDED)].sort_values(ascending=False)
+        equivalent = better[better >= decides].sort_values(ascending=False)
+        undecided = better[(better < decides) & (worse < decides)].sort_values(ascending=False)
         candidates = [best, *equivalent.index, *undecided.index]
         cheapest = min(candidates, key=lambda m: seconds.get(m, float("inf")))
         lines.append(
@@ -57,7 +59,11 @@ def recommendation(
             f"equivalent or better with probability at least {DECIDED}: {named(equivalent)}. Not shown worse "
             f"({EQUIVALENT}): {named(undecided)}. Cheapest of the best and these: {cheapest}."
         )
-    datasets = int(equivalence["n_runs"].max())
+    if datasets < MIN_DATASETS:
+        limit = (
+            f"with {{datasets}} datasets, fewer than the {MIN_DATASETS} a verdict needs, no method is called "
+            "equivalent or worse (the probabilities are shown)"
+        )
     lines += [""]
     lines.append(
         f"What this cannot tell: {limit.format(datasets=datasets)}; only the methods and datasets run here are "
