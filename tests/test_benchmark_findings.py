@@ -8,19 +8,14 @@ import pandas as pd
 import pytest
 
 from bnnrepro.artifacts.render import standard_error
-from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.benchmark import block_keys, validation_choice
 from bnnrepro.report.ranking import study_rankings
 from tests.conftest import ROOT
+from tests.findings_helpers import KeptFolder, ordinal_word, scaled
 
-FOLDER = ROOT / "docs/benchmark/paper/uci_benchmark"
+KEPT = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark")
 STUDY = load_study("uci_benchmark")
-ORDINALS = {9: "ninth", 10: "tenth", 11: "eleventh", 12: "twelfth"}
-
-
-def kept_runs() -> pd.DataFrame:
-    return pd.read_csv(FOLDER / "metrics.csv")
 
 
 def expected_fragments(metrics: pd.DataFrame) -> list[str]:
@@ -60,20 +55,15 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
         f"loss went from {losses}",
         f"SDE-BNN ranks {'last' if ranks['rmse_original'][-1] == 'sdebnn' else 'not last'} on RMSE and "
         f"{'on NLL' if ranks['nll_original'][-1] == 'sdebnn' else 'not on NLL'}, the ODE net "
-        f"{ORDINALS.get(ranks['rmse_original'].index('odenet') + 1)} and "
-        f"{ORDINALS.get(ranks['nll_original'].index('odenet') + 1)}",
+        f"{ordinal_word(ranks['rmse_original'].index('odenet') + 1)} and "
+        f"{ordinal_word(ranks['nll_original'].index('odenet') + 1)}",
         f"All {runs:,} runs",
         f"every one of their {len(metrics) - runs:,} values but the timings",
     ]
 
 
-def findings_text() -> str:
-    return " ".join(" ".join(str(text).split()) for text in read_yaml(FOLDER / "findings.yaml").values())
-
-
 def test_every_number_the_findings_take_from_the_runs_is_the_runs() -> None:
-    text = findings_text()
-    missing = [fragment for fragment in expected_fragments(kept_runs()) if fragment not in text]
+    missing = KEPT.missing_fragments(expected_fragments(KEPT.metrics()))
     assert not missing, f"findings.yaml no longer says what the kept runs make: {missing}"
 
 
@@ -81,7 +71,5 @@ def test_every_number_the_findings_take_from_the_runs_is_the_runs() -> None:
     ("method", "dataset", "factor"), [("deep_ensemble", "uci_yacht", 1.1), ("mc_dropout", "uci_energy", 0.9)]
 )
 def test_control_runs_with_other_values_fail_the_check(method: str, dataset: str, factor: float) -> None:
-    metrics = kept_runs()
-    rows = (metrics["method"] == method) & (metrics["dataset"] == dataset) & metrics["metric"].str.startswith("test_")
-    metrics.loc[rows, "value"] *= factor
-    assert any(f not in findings_text() for f in expected_fragments(metrics))
+    metrics = scaled(KEPT.metrics(), factor, method=method, dataset=dataset, metric="test_.*")
+    assert KEPT.missing_fragments(expected_fragments(metrics)), "the changed runs pass the check"
