@@ -10,7 +10,7 @@ import pytest
 from bnnrepro.artifacts.render import standard_error
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.benchmark import block_keys, validation_choice
-from bnnrepro.report.ranking import study_rankings
+from bnnrepro.report.ranking import paired_replicates, study_rankings
 from tests.conftest import ROOT
 from tests.findings_helpers import KeptFolder, ordinal_word, scaled
 
@@ -32,6 +32,11 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
 
     laplace = choices[choices["row"] == "laplace"].set_index("column")["ours"]
     ranks = {r.metric: list(r.average_ranks.index) for r in study_rankings(selected, "regression")}
+
+    def place(method: str, metric: str) -> str:
+        order = ranks[metric]
+        return "last" if order[-1] == method else ordinal_word(order.index(method) + 1)
+
     health = metrics.drop_duplicates("run").set_index("run")["health"]
     diverged = health[health.str.contains("diverged")]
     sdebnn = [run for run in diverged.index if run.startswith("sdebnn/")]
@@ -39,6 +44,9 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
         f"{run.split('/')[1].removeprefix('uci_')} split {run.split('/')[2].split('=')[1]}" for run in sdebnn
     )
     losses = " and ".join(f"{float(h.split('from ')[1].split(' ')[0]):g}" for h in diverged[sdebnn])
+    nll = metrics[metrics["run"].isin(sdebnn) & (metrics["metric"] == "test_nll_original")].set_index("run")["value"]
+    paired = paired_replicates(selected, "regression")
+    kept = paired[paired["metric"] == "test_nll_original"].groupby("dataset")["seed"].nunique()
     runs = metrics["run"].nunique()
     return [
         f"yacht's RMSE ({with_error('deep_ensemble', 'yacht', 'rmse')} against 1.58)",
@@ -53,10 +61,10 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
         else "laplace: energy's and yacht's choices differ",
         f"{len(sdebnn)} of its {health.index.str.startswith('sdebnn/').sum()} runs diverged ({where}: the training "
         f"loss went from {losses}",
-        f"SDE-BNN ranks {'last' if ranks['rmse_original'][-1] == 'sdebnn' else 'not last'} on RMSE and "
-        f"{'on NLL' if ranks['nll_original'][-1] == 'sdebnn' else 'not on NLL'}, the ODE net "
-        f"{ordinal_word(ranks['rmse_original'].index('odenet') + 1)} and "
-        f"{ordinal_word(ranks['nll_original'].index('odenet') + 1)}",
+        f"their test NLL finite: {' and '.join(f'{nll[run]:.0f}' for run in sdebnn)}), so in the rankings",
+        f"finite values of both ({kept['uci_boston']} of 20)" if kept["uci_boston"] == kept["uci_wine"] else "differ",
+        f"the SDE-BNN ranks {place('sdebnn', 'rmse_original')} on RMSE and {place('sdebnn', 'nll_original')} on NLL, "
+        f"the ODE net {place('odenet', 'rmse_original')} and {place('odenet', 'nll_original')}",
         f"All {runs:,} runs",
         f"every one of their {len(metrics) - runs:,} values but the timings",
     ]

@@ -14,6 +14,7 @@ from bnnrepro.report.ranking import (
     draw_critical_differences,
     leave_one_out,
     metric_blocks,
+    paired_replicates,
     rank_metric,
     ranking_table,
     study_rankings,
@@ -144,3 +145,22 @@ def test_leaving_one_method_out_can_change_the_best_and_says_so() -> None:
     moves = leave_one_out(ranking, "lower").set_index("left_out")
     assert moves.loc["c", "best"] == "a" and moves.loc["a", "best"] == "b"
     assert moves.loc["c", "tau"] == pytest.approx(-1.0)  # a and b swap
+
+
+def test_a_diverged_run_leaves_its_split_out_of_every_metric_s_ranking_not_one() -> None:
+    """`b` diverges on split 1 of set0: its RMSE is infinite, its NLL finite but huge (64). Both rankings leave that
+    split out for every method, where the NLL ranking alone would count it; the control: every other split stays."""
+    rmse = {"a": [1.0, 1.0, 1.0], "b": [1.1, np.inf, 1.2]}
+    nll = {"a": [2.0, 2.0, 2.0], "b": [2.1, 64.0, 1.9]}
+    metrics = pd.concat(
+        [tidy(rmse, datasets=("set0",)), tidy(nll, "test_nll_original", ("set0",)),
+         tidy({"a": [1.0] * 3, "b": [1.1] * 3}, datasets=("set1",)),
+         tidy({"a": [2.0] * 3, "b": [2.1] * 3}, "test_nll_original", ("set1",))], ignore_index=True,
+    )  # fmt: skip
+    paired = paired_replicates(metrics, "regression")
+    kept = {m: list(metric_blocks(paired, m).index) for m in ("rmse_original", "nll_original")}
+    assert kept["rmse_original"] == kept["nll_original"] and len(kept["nll_original"]) == 5
+    assert "set0 split=1+seed=0" not in kept["nll_original"]
+    assert len(metric_blocks(metrics, "nll_original")) == 6  # what the NLL ranking counted before
+    rankings = {r.metric: r for r in study_rankings(metrics, "regression")}
+    assert rankings["nll_original"].blocks.loc["set0", "b"] == pytest.approx(2.0)  # 2.1 and 1.9, not 64

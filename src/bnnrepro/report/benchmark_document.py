@@ -44,6 +44,7 @@ from bnnrepro.report.ranking import (
     SIGNIFICANCE,
     Ranking,
     leave_one_out,
+    paired_replicates,
     ranking_table,
     study_rankings,
 )
@@ -318,9 +319,10 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     selected, choices = validation_choice(tidy, study.benchmark["select_by"], block_keys(study.benchmark))
     compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
     rankings = study_rankings(selected, study.benchmark["task"])
+    paired = paired_replicates(selected, study.benchmark["task"])  # what the rankings and the tests compare
     costs = method_costs(tidy, block_keys(study.benchmark))
     to_best, missing = compare_each(rankings), not_run(folder, tidy)
-    hierarchical = kept_comparisons(folder, rankings, selected, sample)
+    hierarchical = kept_comparisons(folder, rankings, paired, sample)
     task = study.benchmark["task"]
     wall = provenance.get("wall_seconds")
     lines = [
@@ -369,7 +371,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
             *metric_table(selected, metric),
             "",
         ]
-    lines += ["", "### Per dataset", "", *per_dataset_section(selected, task), ""]
+    lines += ["", "### Per dataset", "", *per_dataset_section(paired, task), ""]
     if task == "regression":
         lines += ["### Calibration", "", *calibration_section(selected), ""]
     lines += ["### Published numbers beside ours", "", *published_section(compared), ""]

@@ -114,9 +114,29 @@ def rank_metric(metrics: pd.DataFrame, metric: str, better: str, unit: str | Non
     return Ranking(metric, blocks, average, friedman_p, nemenyi, unit)
 
 
+def paired_replicates(metrics: pd.DataFrame, task: str) -> pd.DataFrame:
+    """`metrics` less the replicates (a dataset's split and seed) where some entrant lacks a finite test value of one
+    of the task's ranked metrics: every metric is then ranked and tested over the same replicates, so a diverged run
+    (an infinite RMSE beside a finite but huge NLL) leaves its split out of all of them, not of one."""
+    columns = zip(metrics["dataset"], metrics["seed"], metrics["hparams"], strict=True)
+    keys = np.array([f"{dataset} {replicate(seed, hparams)}" for dataset, seed, hparams in columns])
+    ranked = metrics["metric"].isin([TEST_PREFIX + metric for metric in RANKED_METRICS.get(task, {})]).to_numpy()
+    if not ranked.any():
+        return metrics
+    rows = metrics[ranked]
+    entrants = [row_label(m, h) for m, h in zip(rows["method"], rows["hparams"], strict=True)]
+    values = pd.DataFrame({"key": keys[ranked], "column": rows["metric"].to_numpy() + " " + np.array(entrants),
+                           "value": rows["value"].astype(float).to_numpy()})  # fmt: skip
+    # a metric an entrant never records cannot rank it: it does not take every replicate away from the others
+    table = values.pivot_table(index="key", columns="column", values="value", aggfunc="mean").dropna(axis=1, how="all")
+    return metrics[np.isin(keys, table.index[np.isfinite(table).all(axis=1)])]
+
+
 def study_rankings(metrics: pd.DataFrame, task: str) -> list[Ranking]:
-    """The ranking of each metric of `task` (the task of the datasets of `metrics`) that the runs record."""
+    """The ranking of each metric of `task` (the task of the datasets of `metrics`) that the runs record, each over
+    the replicates where every entrant has a finite value of every one of them (`paired_replicates`)."""
     recorded = set(metrics["metric"])
+    metrics = paired_replicates(metrics, task)
     return [
         rank_metric(metrics, metric, better)
         for metric, better in RANKED_METRICS.get(task, {}).items()
