@@ -50,7 +50,8 @@ def planted(rng: np.random.Generator, lucky_gain: list[float], splits_per_set: i
 
 
 def test_the_shortfall_is_paired_by_split_relative_for_rmse_and_as_long_on_every_dataset() -> None:
-    metrics = splits({"a": {"best": [1.0, 2.0, 4.0], "m": [1.1, 2.0, np.nan]}, "b": {"best": [2.0, 2.0], "m": [1.0, 3.0]}})
+    a, b = {"best": [1.0, 2.0, 4.0], "m": [1.1, 2.0, np.nan]}, {"best": [2.0, 2.0], "m": [1.0, 3.0]}
+    metrics = splits({"a": a, "b": b})
     shortfall = shortfall_matrix(metrics, "rmse_original", "best", "m")
     # dataset a keeps the splits both have (0 and 1), b its first two: (m - best) / best per split
     np.testing.assert_allclose(shortfall, [[0.1, 0.0], [-0.5, 0.5]])
@@ -67,10 +68,8 @@ def test_one_dataset_does_not_make_a_method_better_on_a_new_one_as_its_splits_wo
     worse, equivalent, better = hierarchical_probabilities(shortfall, "rmse_original")
     assert better < 0.95 and worse + equivalent + better == pytest.approx(1.0)
     # the positive control: 10% better on every dataset
-    everywhere = planted(rng, [0.1] * 5)
-    assert hierarchical_probabilities(shortfall_matrix(everywhere, "rmse_original", "base", "lucky"), "rmse_original")[
-        2
-    ] >= 0.95
+    everywhere = shortfall_matrix(planted(rng, [0.1] * 5), "rmse_original", "base", "lucky")
+    assert hierarchical_probabilities(everywhere, "rmse_original")[2] >= 0.95
     # seeded: the same inputs give the same posterior
     assert hierarchical_probabilities(shortfall, "rmse_original") == (worse, equivalent, better)
 
