@@ -18,6 +18,7 @@ import pandas as pd
 import typst
 
 from bnnrepro.files import write_atomic
+from bnnrepro.report.practical_equivalence import DECIDED, MIN_DATASETS
 from bnnrepro.report.recommendation import recommendation
 from bnnrepro.report.summary import NOT_DRAWN, summary_rows
 from bnnrepro.report.typst_elements import figure_image, table_from_csv, typst_str
@@ -376,7 +377,8 @@ _EQUIVALENCE_NOTE = (
     "Each method against the best of each metric over the datasets: the Bayesian signed-rank test on their per-dataset "
     "means (Benavoli et al. 2017, baycomp), the probability that the method is practically equivalent to the best or "
     "better, and that it is worse, beyond a region of practical equivalence (RMSE 1% of the best's, NLL 0.01 nats, "
-    "accuracy and ECE 0.5 points); the best itself shows 1 and 0; n = datasets; decided where one reaches 0.95."
+    "accuracy and ECE 0.5 points); the best itself shows 1 and 0; n = datasets; decided where one reaches "
+    f"{DECIDED} over {MIN_DATASETS} datasets or more."
 )
 _PUBLISHED_NOTE = (
     "Published numbers of the methods that report this protocol, beside ours at the settings validation chose, each "
