@@ -318,12 +318,12 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     study = load_study(provenance["study"])
     selected, choices = validation_choice(tidy, study.benchmark["select_by"], block_keys(study.benchmark))
     compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
-    rankings = study_rankings(selected, study.benchmark["task"])
-    paired = paired_replicates(selected, study.benchmark["task"])  # what the rankings and the tests compare
+    task = study.benchmark["task"]
+    paired = paired_replicates(selected, task)  # what the rankings and the tests compare
+    rankings = study_rankings(paired, task)
     costs = method_costs(tidy, block_keys(study.benchmark))
     to_best, missing = compare_each(rankings), not_run(folder, tidy)
     hierarchical = kept_comparisons(folder, rankings, paired, sample)
-    task = study.benchmark["task"]
     wall = provenance.get("wall_seconds")
     lines = [
         f"## {provenance['study']} at `{provenance['scale']}`",

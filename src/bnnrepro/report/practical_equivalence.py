@@ -82,14 +82,16 @@ def compare_to_best(ranking: Ranking) -> tuple[str, list[Comparison]]:
     return best, sorted(comparisons, key=lambda c: (-(c.equivalent + c.better), c.method))
 
 
+def decided(probability: float, datasets: int) -> bool:
+    """Whether an answer of this probability over this many datasets counts as decided (`DECIDED`, `MIN_DATASETS`)."""
+    return datasets >= MIN_DATASETS and probability >= DECIDED
+
+
 def verdict(comparison: Comparison) -> str:
-    """'equivalent or better', 'worse' (each with probability at least DECIDED, over at least MIN_DATASETS
-    datasets) or 'undecided'."""
-    if comparison.datasets < MIN_DATASETS:
-        return "undecided"
-    if comparison.equivalent + comparison.better >= DECIDED:
+    """'equivalent or better', 'worse' (each `decided`) or 'undecided'."""
+    if decided(comparison.equivalent + comparison.better, comparison.datasets):
         return "equivalent or better"
-    if comparison.worse >= DECIDED:
+    if decided(comparison.worse, comparison.datasets):
         return "worse"
     return "undecided"
 

@@ -116,20 +116,16 @@ def rank_metric(metrics: pd.DataFrame, metric: str, better: str, unit: str | Non
 
 def paired_replicates(metrics: pd.DataFrame, task: str) -> pd.DataFrame:
     """`metrics` less the replicates (a dataset's split and seed) where some entrant lacks a finite test value of one
-    of the task's ranked metrics: every metric is then ranked and tested over the same replicates, so a diverged run
-    (an infinite RMSE beside a finite but huge NLL) leaves its split out of all of them, not of one."""
-    columns = zip(metrics["dataset"], metrics["seed"], metrics["hparams"], strict=True)
-    keys = np.array([f"{dataset} {replicate(seed, hparams)}" for dataset, seed, hparams in columns])
-    ranked = metrics["metric"].isin([TEST_PREFIX + metric for metric in RANKED_METRICS.get(task, {})]).to_numpy()
-    if not ranked.any():
+    of the task's ranked metrics (each one's `metric_blocks`): every metric is then ranked and tested over the same
+    replicates, so a diverged run (an infinite RMSE beside a finite but huge NLL) leaves its split out of all of
+    them, not of one."""
+    recorded = set(metrics["metric"])
+    ranked = [metric for metric in RANKED_METRICS.get(task, {}) if TEST_PREFIX + metric in recorded]
+    if not ranked:
         return metrics
-    rows = metrics[ranked]
-    entrants = [row_label(m, h) for m, h in zip(rows["method"], rows["hparams"], strict=True)]
-    values = pd.DataFrame({"key": keys[ranked], "column": rows["metric"].to_numpy() + " " + np.array(entrants),
-                           "value": rows["value"].astype(float).to_numpy()})  # fmt: skip
-    # a metric an entrant never records cannot rank it: it does not take every replicate away from the others
-    table = values.pivot_table(index="key", columns="column", values="value", aggfunc="mean").dropna(axis=1, how="all")
-    return metrics[np.isin(keys, table.index[np.isfinite(table).all(axis=1)])]
+    complete = set.intersection(*(set(metric_blocks(metrics, metric).index) for metric in ranked))
+    columns = zip(metrics["dataset"], metrics["seed"], metrics["hparams"], strict=True)
+    return metrics[[f"{dataset} {replicate(seed, hparams)}" in complete for dataset, seed, hparams in columns]]
 
 
 def study_rankings(metrics: pd.DataFrame, task: str) -> list[Ranking]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from bnnrepro.report.practical_equivalence import DECIDED, MIN_DATASETS
+from bnnrepro.report.practical_equivalence import DECIDED, MIN_DATASETS, decided
 from bnnrepro.report.ranking import COST_COLUMNS
 
 EQUIVALENT, WORSE = "P(equivalent or better)", "P(worse)"
@@ -21,6 +21,11 @@ SIGNED_RANK_LIMIT = (
     "so 'not shown worse' is no evidence of equivalence"
 )
 """What the signed-rank test on the datasets' means cannot tell (`{datasets}`: how many it had)."""
+TOO_FEW_DATASETS = (
+    f"with {{datasets}} datasets, fewer than the {MIN_DATASETS} a verdict needs, no method is called equivalent or "
+    "worse (the probabilities are shown)"
+)
+"""What any test cannot tell from fewer than MIN_DATASETS datasets (practical_equivalence.decided)."""
 
 
 def recommendation(
@@ -44,14 +49,14 @@ def recommendation(
         return ", ".join(shown) or "none"
 
     datasets = int(equivalence["n_runs"].max())
-    decides = DECIDED if datasets >= MIN_DATASETS else float("inf")  # too few datasets: no verdict (MIN_DATASETS)
     lines = []
     for metric in dict.fromkeys(column.rsplit(" P(", 1)[0] for column in equivalence["column"]):
         best = str(cells[f"{metric} rank"].idxmin())
         others = probabilities.drop(index=best)
         better, worse = others[f"{metric} {EQUIVALENT}"], others[f"{metric} {WORSE}"]
-        equivalent = better[better >= decides].sort_values(ascending=False)
-        undecided = better[(better < decides) & (worse < decides)].sort_values(ascending=False)
+        is_equivalent, is_worse = (column.map(lambda p: decided(p, datasets)) for column in (better, worse))
+        equivalent = better[is_equivalent].sort_values(ascending=False)
+        undecided = better[~is_equivalent & ~is_worse].sort_values(ascending=False)
         candidates = [best, *equivalent.index, *undecided.index]
         cheapest = min(candidates, key=lambda m: seconds.get(m, float("inf")))
         lines.append(
@@ -59,11 +64,7 @@ def recommendation(
             f"equivalent or better with probability at least {DECIDED}: {named(equivalent)}. Not shown worse "
             f"({EQUIVALENT}): {named(undecided)}. Cheapest of the best and these: {cheapest}."
         )
-    if datasets < MIN_DATASETS:
-        limit = (
-            f"with {{datasets}} datasets, fewer than the {MIN_DATASETS} a verdict needs, no method is called "
-            "equivalent or worse (the probabilities are shown)"
-        )
+    limit = limit if datasets >= MIN_DATASETS else TOO_FEW_DATASETS
     lines += [""]
     lines.append(
         f"What this cannot tell: {limit.format(datasets=datasets)}; only the methods and datasets run here are "
