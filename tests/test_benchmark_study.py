@@ -104,9 +104,9 @@ def test_validation_chooses_each_split_s_setting_and_never_looks_at_test_data() 
         validation_choice(tidy(rows), "val_rmse")
 
 
-def test_the_leaderboard_shows_each_method_s_tuning_grid_and_training_time() -> None:
-    """Settings tried per split (each a run) and the mean training seconds over every run, tuning runs included;
-    the control: a method with one setting shows 1."""
+def test_the_leaderboard_shows_each_method_s_size_tuning_grid_and_training_time() -> None:
+    """Settings tried per split (each a run), the mean training seconds and network size over every run, tuning runs
+    included; the controls: a method with one setting shows 1, one whose runs record no size shows none."""
     from bnnrepro.report.benchmark_document import method_costs
 
     rows = []
@@ -115,8 +115,12 @@ def test_the_leaderboard_shows_each_method_s_tuning_grid_and_training_time() -> 
             rows.append((f"mc/{split}/{dropout}", "mc_dropout", "uci_yacht", f"split={split}+dropout={dropout}", 0,
                          "train_seconds", seconds))  # fmt: skip
         rows.append((f"gp/{split}", "gp", "uci_yacht", f"split={split}", 0, "train_seconds", 10.0 + split))
-    costs = method_costs(tidy(rows), {"split"})
-    assert costs.loc["mc_dropout"].tolist() == [3, 2.0] and costs.loc["gp"].tolist() == [1, 10.5]
+    rows += [(f"mc/{split}/{dropout}", "mc_dropout", "uci_yacht", f"split={split}+dropout={dropout}", 0, fact, value)
+             for split in range(2) for dropout in (0.01, 0.05, 0.1)
+             for fact, value in (("parameters", 401.0), ("hidden_layers", 1.0))]  # fmt: skip
+    costs = method_costs(tidy(rows), {"split"})[["settings", "seconds", "parameters", "hidden_layers"]]
+    assert costs.loc["mc_dropout"].tolist() == [3, 2.0, 401, 1]
+    assert costs.loc["gp"].tolist()[:2] == [1, 10.5] and costs.loc["gp"][["parameters", "hidden_layers"]].isna().all()
 
 
 def test_a_dataset_setting_of_the_blocks_is_a_dataset_not_a_method_setting() -> None:
@@ -211,12 +215,12 @@ def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> N
     config = ["scale=smoke", "studies=[toy2d_benchmark]"]
     run_command(["snakemake", "--cores", "2", "--config", *config], project)
     ranking = pd.read_csv(project / "reports/tables/study_toy2d_benchmark_classification_ranking.csv")
-    costs = {"settings tried per split", "training s per run"}
+    costs = {"hidden layers", "trained parameters", "settings tried per split", "training s per run"}
     assert set(ranking["column"]) == {"accuracy rank", "nll rank", "ece rank", *costs}
     assert set(ranking["row"]) == set(load_study("toy2d_benchmark").benchmark["scales"]["smoke"]["methods"])
     ranks = ranking[~ranking["column"].isin(costs)]
     assert (ranks["n_runs"] == 2).all()  # spirals at omega 4 and the clusters: the dataset is the block
-    assert (ranking[ranking["column"] == "training s per run"]["ours"] > 0).all()
+    assert (ranking[ranking["column"].isin(["training s per run", "trained parameters"])]["ours"] > 0).all()
     table = pd.read_csv(project / "reports/tables/study_toy2d_benchmark_classification.csv")
     assert {"spirals [omega=4] accuracy", "repulsive_2d ece"} <= set(table["column"])
     assert (project / "reports/report.pdf").is_file()

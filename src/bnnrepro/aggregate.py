@@ -19,6 +19,10 @@ from bnnrepro.pipeline.studies import Run, load_study
 from bnnrepro.run_identity import result_problem
 from bnnrepro.training_health import HEALTHY, health_text
 
+RUN_FACTS = ("train_seconds", "parameters", "hidden_layers")
+"""The tidy table's values that describe a run rather than measure its predictions: its training seconds and the
+size of its network (a run's metrics.json `architecture`, bnnrepro.methods.architecture)."""
+
 
 def tidy_metrics(study_name: str, scale: str, root: Path = Path(), runs: list[Run] | None = None) -> pd.DataFrame:
     """The tidy table of the study's runs at `scale` in the project `root` (of `runs` only, where given: a part of
@@ -35,7 +39,8 @@ def tidy_metrics(study_name: str, scale: str, root: Path = Path(), runs: list[Ru
             "health": health_text(result.get("health", HEALTHY)),
             **{key.rsplit(".", 1)[-1]: value for key, value in run.hparams},
         }  # fmt: skip
-        values = {**result["metrics"], "train_seconds": result["train_seconds"]}
+        # a job with its own training loop (active learning) records no architecture
+        values = {**result["metrics"], "train_seconds": result["train_seconds"], **result.get("architecture", {})}
         rows += [{**base, "metric": metric, "value": value} for metric, value in values.items()]
     return pd.DataFrame(rows)
 

@@ -26,6 +26,7 @@ from bnnrepro.data.registry import is_standin, load_splits
 from bnnrepro.device import peak_memory_mib
 from bnnrepro.errors import DivergedError
 from bnnrepro.methods import build_method, own_training_job
+from bnnrepro.methods.architecture import architecture
 from bnnrepro.methods.protocol import observation_variance
 from bnnrepro.metrics import classification_metrics, forecasting_metrics, has_targets, regression_metrics
 from bnnrepro.model_selection import check_selected_diagnostic, check_selection, summarise
@@ -192,7 +193,7 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
     result = {
         "metrics": metrics, "history": history, "timing": timing, "train_seconds": seconds, "epochs": epochs,
         "standin": is_standin(cfg.dataset.path), "health": health,
-        "ran_on": ran_on(device, cfg.cpu_arithmetic),
+        "ran_on": ran_on(device, cfg.cpu_arithmetic), "architecture": architecture(method, cfg.method),
     }  # fmt: skip
     result["identity"] = identity_record(cfg, digest, result)
     run.finish(result, {"config_digest": digest, "model": method.state_dict()})

@@ -74,12 +74,20 @@ def as_blocks(metrics: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
 
 
 def method_costs(tidy: pd.DataFrame, keys: set[str] = frozenset(REPLICATES)) -> pd.DataFrame:
-    """Per method: `settings`, the most settings it tried on one block (dataset, block keys, seed: its tuning grid),
-    and `seconds`, its mean training time per run over every run, tuning runs included."""
+    """Per method: the mean over every run (tuning runs included) of its network's `hidden_layers` and trained
+    `parameters` (NaN where its runs do not record them: bnnrepro.methods.architecture), `settings`, the most
+    settings it tried on one block (dataset, block keys, seed: its tuning grid), and `seconds`, its training time
+    per run."""
     blocks = as_blocks(tidy, keys)
     settings = blocks.groupby(["method", "dataset", "hparams", "seed"])["setting"].nunique().groupby("method").max()
-    seconds = tidy[tidy["metric"] == "train_seconds"].groupby("method")["value"].mean()
-    return pd.DataFrame({"settings": settings, "seconds": seconds})
+
+    def mean(metric: str) -> pd.Series:
+        return tidy[tidy["metric"] == metric].groupby("method")["value"].mean().reindex(settings.index)
+
+    return pd.DataFrame({
+        "hidden_layers": mean("hidden_layers"), "parameters": mean("parameters"), "settings": settings,
+        "seconds": mean("train_seconds"),
+    })  # fmt: skip
 
 
 def validation_choice(

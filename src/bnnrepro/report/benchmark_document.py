@@ -40,6 +40,8 @@ from bnnrepro.report.practical_equivalence import (
     verdict,
 )
 from bnnrepro.report.ranking import (
+    COST_COLUMNS,
+    COST_FORMATS,
     RANKED_METRICS,
     SIGNIFICANCE,
     Ranking,
@@ -96,13 +98,12 @@ def leaderboard(rankings: list[Ranking], costs: pd.DataFrame) -> list[str]:
     methods the Nemenyi test cannot tell from the best at the level of `SIGNIFICANCE`."""
     methods = list(dict.fromkeys(m for ranking in rankings for m in ranking.average_ranks.index))
     header = " | ".join(f"{SHOWN_METRICS.get(r.metric, r.metric)} rank" for r in rankings)
-    lines = [f"| method | {header} | settings tried per split | training s per run |",
-             "|---|" + "---|" * (len(rankings) + 2)]  # fmt: skip
+    lines = [f"| method | {header} | {' | '.join(COST_COLUMNS.values())} |",
+             "|---|" + "---|" * (len(rankings) + len(COST_COLUMNS))]  # fmt: skip
     for method in methods:
         cells = [f"{r.average_ranks[method]:.2f}" if method in r.average_ranks else "–" for r in rankings]
-        cost = costs.reindex([method]).iloc[0]
-        cells += ["–" if pd.isna(cost["settings"]) else f"{cost['settings']:.0f}",
-                  "–" if pd.isna(cost["seconds"]) else f"{cost['seconds']:.3g}"]  # fmt: skip
+        cost = costs.reindex([method], columns=list(COST_COLUMNS)).iloc[0]
+        cells += ["–" if pd.isna(cost[key]) else COST_FORMATS[key].format(cost[key]) for key in COST_COLUMNS]
         lines.append(f"| {method} | {' | '.join(cells)} |")
     lines.append("")
     for ranking in rankings:
@@ -352,10 +353,13 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         "### Leaderboard",
         "",
         "Average rank of each method over the datasets (each method's mean over the splits where every method has a "
-        "result), at the settings validation chose (1 = best), beside its cost: the settings it tried on each split "
-        "(its tuning grid; each one a run) and its training time per run. The dataset is the unit: its splits "
-        "overlap and are repeated measures of it, not independent data sets (counting them as blocks would shrink "
-        "the critical difference with their number).",
+        "result), at the settings validation chose (1 = best), beside its size and cost: the hidden layers of the "
+        "network that predicts (a learned depth's posterior mean; a continuous-depth network's, those of the function "
+        "it integrates) and the values training fits (every member of an ensemble, a variational posterior's means "
+        "and scales), each a mean over its runs, '–' where its runs did not record them; the settings it tried on "
+        "each split (its tuning grid; each one a run) and its training time per run. The dataset is the unit: its "
+        "splits overlap and are repeated measures of it, not independent data sets (counting them as blocks would "
+        "shrink the critical difference with their number).",
         "",
         *leaderboard(rankings, costs),
         "",

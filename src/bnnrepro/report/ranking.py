@@ -154,8 +154,13 @@ def leave_one_out(ranking: Ranking, better: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-COST_COLUMNS = {"settings": "settings tried per split", "seconds": "training s per run"}
-"""The columns of a method's cost in the ranking table (`bnnrepro.report.benchmark.method_costs`)."""
+COST_COLUMNS = {
+    "hidden_layers": "hidden layers", "parameters": "trained parameters", "settings": "settings tried per split",
+    "seconds": "training s per run",
+}  # fmt: skip
+"""The columns of a method's size and cost in the ranking table (`bnnrepro.report.benchmark.method_costs`)."""
+COST_FORMATS = {"hidden_layers": "{:.2g}", "parameters": "{:,.0f}", "settings": "{:.0f}", "seconds": "{:.3g}"}
+"""How a leaderboard prints each of `COST_COLUMNS`: a learned depth to two digits, a parameter count in full."""
 
 
 def ranking_table(rankings: list[Ranking], standin: bool, costs: pd.DataFrame | None = None) -> pd.DataFrame:

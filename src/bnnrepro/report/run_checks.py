@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bnnrepro.aggregate import RUN_FACTS
 from bnnrepro.pipeline.studies import Study
 
 LISTED_RUNS = 3  # runs named in a line; the rest are counted
@@ -16,11 +17,12 @@ LISTED_RUNS = 3  # runs named in a line; the rest are counted
 def study_run_checks(study: Study, scale: str, metrics_file: Path) -> dict[str, str]:
     """{'missing': ..., 'flags': ...}, each a line for the report, or absent where there is nothing to say.
 
-    A run carries data when the study's tidy metrics hold at least one finite value of it besides its training time.
+    A run carries data when the study's tidy metrics hold at least one finite value of it besides its training time
+    and network size (`RUN_FACTS`).
     """
     table = pd.read_csv(metrics_file) if metrics_file.exists() else pd.DataFrame(columns=["run", "metric", "value"])
     finite = np.isfinite(pd.to_numeric(table["value"], errors="coerce").astype(float))
-    measured = set(table.loc[finite & (table["metric"] != "train_seconds"), "run"])
+    measured = set(table.loc[finite & ~table["metric"].isin(RUN_FACTS), "run"])
     runs = [run.id for run in study.runs(scale)]
     checks = {}
     missing = [run for run in runs if run not in measured]
