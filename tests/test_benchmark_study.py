@@ -243,3 +243,29 @@ def test_the_committed_benchmark_document_is_the_one_the_committed_results_make(
     (copy / "paper" / NOT_RUN_FILE).unlink()
     with pytest.raises(ValueError, match="say under uci_benchmark why"):
         benchmark_document(copy)
+
+
+def test_an_unranked_method_is_tabled_with_its_cost_but_neither_ranked_nor_tested() -> None:
+    """`benchmark.unranked`: the method keeps its runs and cost row, the rankings and the leaderboard's ranks leave
+    it out with its reason; the control: without the entry it is ranked (here, first on RMSE)."""
+    from bnnrepro.report.benchmark import method_costs, ranked
+    from bnnrepro.report.benchmark_document import leaderboard
+    from bnnrepro.report.ranking import study_rankings
+
+    rows = [(f"{method}/{dataset}/{split}", method, dataset, f"split={split}", split, metric, value)
+            for dataset, shift in (("uci_yacht", 0.0), ("uci_boston", 1.0), ("uci_wine", 2.0))
+            for split in range(3)
+            for method, rmse in (("sdebnn", 0.5), ("mfvi", 1.0), ("udn", 1.5))
+            for metric, value in (("test_rmse_original", rmse + shift), ("test_nll_original", rmse + shift),
+                                  ("train_seconds", 1.0))]  # fmt: skip
+    selected, costs = tidy(rows), method_costs(tidy(rows))
+    benchmark = {"unranked": {"sdebnn": "its toy settings, not tuned here"}}
+    assert study_rankings(selected, "regression")[0].average_ranks.index[0] == "sdebnn"  # the control
+    rankings = study_rankings(ranked(selected, benchmark), "regression")
+    assert all("sdebnn" not in ranking.average_ranks.index for ranking in rankings)
+    lines = leaderboard(rankings, costs, benchmark["unranked"])
+    assert any(line.startswith("| sdebnn | – | – |") for line in lines)
+    assert "- sdebnn, not ranked: its toy settings, not tuned here" in lines
+    with pytest.raises(StudyError, match=r"benchmark.unranked names \['odenet'\], not among its methods"):
+        benchmark_grids({"task": "regression", "methods": ["mfvi"], "grids": {"uci": {"dataset": ["uci_yacht"]}},
+                         "unranked": {"odenet": "x"}}, "mine")  # fmt: skip

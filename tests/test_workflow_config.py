@@ -44,7 +44,8 @@ def test_a_mistyped_key_is_named(project: Path) -> None:
 def test_an_unknown_study_lists_the_available_studies(project: Path) -> None:
     message = dry_run_error(project, "studies=[udn_spiral]")
     assert "unknown study 'udn_spiral'; available studies: " in message
-    assert "thesis_bnsde, thesis_ral, thesis_vbp, toy2d_benchmark, uci_benchmark, udn_images, udn_spirals" in message
+    available = "thesis_vbp, toy2d_benchmark, uci_benchmark, uci_benchmark_heteroscedastic, udn_images, udn_spirals"
+    assert available in message
 
 
 def test_an_unknown_method_in_a_study_lists_the_methods(project: Path) -> None:

@@ -17,6 +17,12 @@ from torch import nn
 
 from bnnrepro.data.spec import DataSpec
 from bnnrepro.distributions import RegressionLikelihood, gaussian_kl, gaussian_sample
+from bnnrepro.inference.heteroscedastic_gaussian import (
+    OUTPUTS_PER_TARGET,
+    gaussian_nll_without_constant,
+    heteroscedastic_log_likelihood,
+    mean_and_variance,
+)
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
 from bnnrepro.models.batched_mlp import batched_mlp, layer_sizes, uniform_linear_init
@@ -139,14 +145,17 @@ class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
     own loss and the losses summed: member k's gradient is that of its own loss, so with Adam's per-parameter
     updates each member trains exactly as it would alone.
 
-    Without variance heads (SDE-BNN Fig. 10) a member outputs a mean and trains on its squared error; the predictive
-    is the members' spread. With them (`variance_heads`, Lakshminarayanan et al. 2017 §2.2.1, their UCI benchmark) a
-    member outputs a mean mu_k(x) and a variance sigma_k^2(x) = softplus(.) + 1e-6 and trains on the Gaussian negative
-    log-likelihood; the predictive is the uniform mixture over members, moment-matched (their §2.4): mean mean_k mu_k,
-    variance var_k mu_k + mean_k sigma_k^2, i.e. `predict`'s spread plus `noise_variance_at`."""
+    Three noise models. Without variance heads or learned noise (SDE-BNN Fig. 10) a member outputs a mean and trains
+    on its squared error; the predictive is the members' spread. With `variance_heads` (Lakshminarayanan et al. 2017
+    §2.2.1, their UCI benchmark) a member outputs a mean mu_k(x) and a variance sigma_k^2(x)
+    (bnnrepro.inference.heteroscedastic_gaussian) and trains on the Gaussian negative log-likelihood; the predictive
+    is the uniform mixture over members, moment-matched (their §2.4): `predict`'s spread plus `noise_variance_at`.
+    With `learned_noise` the members share one homoscedastic Gaussian noise N(0, s^2), its log s learned with the
+    weights, and each trains on its Gaussian NLL under it: the other methods' learned constant noise
+    (`RegressionLikelihood`), so that an ensemble compares with them on the noise model too."""
 
-    MINIMUM_VARIANCE = 1e-6
-    """Added to the softplus of a variance head (Lakshminarayanan et al. 2017 §2.2.1)."""
+    INITIAL_NOISE_SCALE = 1.0
+    """The learned noise's initial s: that of the other methods' learned noise on standardised targets."""
 
     def __init__(
         self,
@@ -155,27 +164,33 @@ class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
         hidden_widths: Sequence[int],
         activation: str,
         variance_heads: bool = False,
+        learned_noise: bool = False,
     ):
         super().__init__()
-        outputs = 2 if variance_heads else 1
+        if variance_heads and learned_noise:
+            raise ValueError(
+                "method.variance_heads (an input-dependent noise) and method.learned_noise (a constant one) are two "
+                "noise models: set at most one true"
+            )
+        outputs = OUTPUTS_PER_TARGET if variance_heads else 1
         layers = [uniform_linear_init(num_members, *size) for size in layer_sizes(num_features, hidden_widths, outputs)]
         self.weights = nn.ParameterList(weight for weight, _ in layers)
         self.biases = nn.ParameterList(bias for _, bias in layers)
         self.activation, self.variance_heads = ACTIVATIONS[activation], variance_heads
+        self.noise = RegressionLikelihood(self.INITIAL_NOISE_SCALE, "gaussian") if learned_noise else None
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Member means [K, B, 1] for inputs x [B, D], and their variances [K, B, 1] (None without variance heads)."""
         outputs = batched_mlp(x.expand(len(self.weights[0]), *x.shape), self.weights, self.biases, self.activation)
-        if not self.variance_heads:
-            return outputs, None
-        return outputs[..., :1], nn.functional.softplus(outputs[..., 1:]) + self.MINIMUM_VARIANCE
+        return mean_and_variance(outputs) if self.variance_heads else (outputs, None)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
         means, variances = self(x)
-        if variances is None:
-            return (means - y).pow(2).mean(dim=(1, 2)).sum()
-        nll = 0.5 * (variances.log() + (y - means).pow(2) / variances)  # per member and datum, without log(2 pi)/2
-        return nll.mean(dim=(1, 2)).sum()
+        if variances is not None:  # per member and datum, without log(2 pi)/2
+            return gaussian_nll_without_constant(means, variances, y).mean(dim=(1, 2)).sum()
+        if self.noise is not None:
+            return -self.noise(means, y).mean(1).sum()
+        return (means - y).pow(2).mean(dim=(1, 2)).sum()
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
@@ -183,22 +198,32 @@ class DeepEnsemble(LossMinimiser, FixedArchitectureMethod):
         return self(x)[0]
 
     def noise_variance(self) -> float:
-        """0: the members model no constant observation noise. Without variance heads the predictive's spread is the
-        members' disagreement alone; with them it adds `noise_variance_at`."""
-        return 0.0
+        """The learned noise's s^2; else 0: without variance heads the predictive's spread is the members'
+        disagreement alone, with them it adds `noise_variance_at`."""
+        return self.noise.variance if self.noise is not None else 0.0
 
     @torch.no_grad()
     def noise_variance_at(self, x: torch.Tensor) -> torch.Tensor | float:
-        """The mean over members of their variances at x [N, 1] (0.0 without variance heads)."""
+        """The mean over members of their variances at x [N, 1]; without variance heads `noise_variance()`."""
         variances = self(x)[1]
-        return 0.0 if variances is None else variances.mean(0)
+        return self.noise_variance() if variances is None else variances.mean(0)
+
+    @torch.no_grad()
+    def diagnostics(self) -> dict[str, float]:
+        """The learned noise's scale s (nothing without it)."""
+        return {} if self.noise is None else {"likelihood_scale": float(self.noise.log_scale.exp())}
 
 
 class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
     """Bayes by backprop (Blundell et al. 2015): a fully factorised Gaussian q(w) over all weights and biases of
     an MLP, prior N(0, prior_variance) per weight, a Gaussian likelihood, and the per-datum negative ELBO
     (-N/B sum_b E_q log p(y_b | x_b, w) + KL(q || p)) / N with S reparameterised weight samples per step and the
-    closed-form KL. Every sample holds one weight set for the whole batch, so predictions are function draws."""
+    closed-form KL. Every sample holds one weight set for the whole batch, so predictions are function draws.
+
+    `likelihood`: a constant noise (`RegressionLikelihood`); None: a heteroscedastic head, the output layer giving a
+    mean mu_w(x) and a variance sigma_w^2(x) per target (bnnrepro.inference.heteroscedastic_gaussian), the ELBO's
+    data term log N(y | mu_w(x), sigma_w^2(x)); the predictive is the mixture over weight samples, moment-matched
+    (Lakshminarayanan et al. 2017 §2.4): `predict`'s spread of mu_w plus `noise_variance_at`."""
 
     def __init__(
         self,
@@ -207,12 +232,13 @@ class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
         activation: str,
         prior_variance: float,
         initial_log_std: float,
-        likelihood: RegressionLikelihood,
+        likelihood: RegressionLikelihood | None,
         num_samples: int,
         eval_samples: int,
     ):
         super().__init__()
-        layers = [uniform_linear_init(1, *size) for size in layer_sizes(num_features, hidden_widths, 1)]
+        outputs = 1 if likelihood is not None else OUTPUTS_PER_TARGET
+        layers = [uniform_linear_init(1, *size) for size in layer_sizes(num_features, hidden_widths, outputs)]
         self.weight_means = nn.ParameterList(weight for weight, _ in layers)
         self.bias_means = nn.ParameterList(bias for _, bias in layers)
         self.weight_log_stds = nn.ParameterList(torch.full_like(weight, initial_log_std) for weight, _ in layers)
@@ -227,7 +253,8 @@ class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
         return sum(gaussian_kl(m, s, self.prior_variance) for m, s in zip(means, log_stds, strict=True))
 
     def forward(self, x: torch.Tensor, num_samples: int) -> torch.Tensor:
-        """Outputs [S, B, 1] under S weight samples w = mean + std * eps (plain reparameterisation)."""
+        """Outputs [S, B, 1] (with the heteroscedastic head [S, B, 2]) under S weight samples w = mean + std * eps
+        (plain reparameterisation)."""
 
         def draw(means: nn.ParameterList, log_stds: nn.ParameterList) -> list[torch.Tensor]:
             return [gaussian_sample(m, s, (num_samples, *m.shape[1:])) for m, s in zip(means, log_stds, strict=True)]
@@ -237,19 +264,35 @@ class MeanFieldBNN(LossMinimiser, FixedArchitectureMethod):
         return batched_mlp(x.expand(num_samples, *x.shape), weights, biases, self.activation)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, num_train: int) -> torch.Tensor:
-        return negative_elbo(self.likelihood(self(x, self.num_samples), y), self.kl(), num_train)
+        outputs = self(x, self.num_samples)
+        if self.likelihood is None:
+            log_likelihood = heteroscedastic_log_likelihood(outputs, y)
+        else:
+            log_likelihood = self.likelihood(outputs, y)
+        return negative_elbo(log_likelihood, self.kl(), num_train)
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """The network under `eval_samples` weight samples from q: [S, N, 1]."""
-        return self(x, self.eval_samples)
+        """The network's mean function under `eval_samples` weight samples from q: [S, N, 1]."""
+        outputs = self(x, self.eval_samples)
+        return outputs if self.likelihood is not None else mean_and_variance(outputs)[0]
 
     def noise_variance(self) -> float:
-        """The Gaussian likelihood's scale^2."""
-        return self.likelihood.variance
+        """The Gaussian likelihood's scale^2; 0 with the heteroscedastic head, whose noise is `noise_variance_at`."""
+        return self.likelihood.variance if self.likelihood is not None else 0.0
+
+    @torch.no_grad()
+    def noise_variance_at(self, x: torch.Tensor) -> torch.Tensor | float:
+        """With the heteroscedastic head the mean of sigma_w^2(x) [N, 1] over `eval_samples` weight samples from q
+        (drawn apart from `predict`'s); else the constant `noise_variance()`."""
+        if self.likelihood is not None:
+            return self.noise_variance()
+        return mean_and_variance(self(x, self.eval_samples))[1].mean(0)
 
     @torch.no_grad()
     def diagnostics(self) -> dict[str, float]:
+        if self.likelihood is None:
+            return {"kl": float(self.kl())}
         return {"kl": float(self.kl()), "likelihood_scale": float(self.likelihood.log_scale.exp())}
 
 
@@ -261,9 +304,13 @@ def build(run_cfg: DictConfig, spec: DataSpec) -> FixedArchitectureMethod:
             spec.num_features, cfg.lengthscale, cfg.signal_variance, cfg.noise_variance, cfg.eval_samples
         )
     if cfg.name == "deep_ensemble":
-        return DeepEnsemble(spec.num_features, cfg.num_members, cfg.hidden_widths, cfg.activation, cfg.variance_heads)
+        return DeepEnsemble(
+            spec.num_features, cfg.num_members, cfg.hidden_widths, cfg.activation, cfg.variance_heads, cfg.learned_noise
+        )
     if cfg.name == "mfvi":
-        likelihood = RegressionLikelihood(cfg.likelihood.scale, "gaussian", cfg.likelihood.learn_scale)
+        likelihood = None
+        if not cfg.heteroscedastic:
+            likelihood = RegressionLikelihood(cfg.likelihood.scale, "gaussian", cfg.likelihood.learn_scale)
         return MeanFieldBNN(
             spec.num_features,
             cfg.hidden_widths,

@@ -266,8 +266,9 @@ def benchmark_grids(benchmark: dict, name: str) -> dict:
     the block grid out) and `tuning: {method: {key: values}}` a method's tuning values."""
     methods = benchmark_methods(benchmark, name)
     tuning = benchmark.get("tuning", {})
-    if unknown := sorted(set(tuning) - set(methods)):
-        raise StudyError(f"config/studies/{name}.yaml: benchmark.tuning names {unknown}, not among its methods")
+    for key in ("tuning", "unranked"):
+        if unknown := sorted(set(benchmark.get(key, {})) - set(methods)):
+            raise StudyError(f"config/studies/{name}.yaml: benchmark.{key} names {unknown}, not among its methods")
     blocks = benchmark["grids"]
     grids = {
         f"{method}/{block}": {"method": [method], **grid, **tuning.get(method, {})}

@@ -73,6 +73,17 @@ def as_blocks(metrics: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
     return frame
 
 
+def unranked_methods(benchmark: dict | None) -> dict[str, str]:
+    """The benchmark's `unranked` methods, each with why it is trained and tabled but left out of the rankings and
+    the tests against the best (say, settings not tuned for the task: ranking them would judge the settings)."""
+    return {method: " ".join(str(why).split()) for method, why in (benchmark or {}).get("unranked", {}).items()}
+
+
+def ranked(selected: pd.DataFrame, benchmark: dict | None) -> pd.DataFrame:
+    """The selected runs of the methods a benchmark ranks (all but its `unranked_methods`)."""
+    return selected[~selected["method"].isin(unranked_methods(benchmark))]
+
+
 def method_costs(tidy: pd.DataFrame, keys: set[str] = frozenset(REPLICATES)) -> pd.DataFrame:
     """Per method: the mean over every run (tuning runs included) of its network's `hidden_layers` and trained
     `parameters` (NaN where its runs do not record them: bnnrepro.methods.architecture), `settings`, the most

@@ -25,6 +25,8 @@ from bnnrepro.report.benchmark import (
     method_costs,
     published_comparison,
     published_values,
+    ranked,
+    unranked_methods,
     validation_choice,
 )
 from bnnrepro.report.hierarchical_comparison import kept_comparisons
@@ -93,10 +95,12 @@ def cost_section(tidy: pd.DataFrame) -> list[str]:
     return lines
 
 
-def leaderboard(rankings: list[Ranking], costs: pd.DataFrame) -> list[str]:
+def leaderboard(rankings: list[Ranking], costs: pd.DataFrame, unranked: dict[str, str] | None = None) -> list[str]:
     """Average ranks per metric (1 = best) beside each method's cost (`method_costs`), the Friedman p-value, and the
-    methods the Nemenyi test cannot tell from the best at the level of `SIGNIFICANCE`."""
-    methods = list(dict.fromkeys(m for ranking in rankings for m in ranking.average_ranks.index))
+    methods the Nemenyi test cannot tell from the best at the level of `SIGNIFICANCE`; the `unranked` methods' costs
+    below the ranked, with why they are not ranked."""
+    unranked = {m: why for m, why in (unranked or {}).items() if m in costs.index}
+    methods = list(dict.fromkeys([*(m for ranking in rankings for m in ranking.average_ranks.index), *unranked]))
     header = " | ".join(f"{SHOWN_METRICS.get(r.metric, r.metric)} rank" for r in rankings)
     lines = [f"| method | {header} | {' | '.join(COST_COLUMNS.values())} |",
              "|---|" + "---|" * (len(rankings) + len(COST_COLUMNS))]  # fmt: skip
@@ -106,6 +110,7 @@ def leaderboard(rankings: list[Ranking], costs: pd.DataFrame) -> list[str]:
         cells += ["–" if pd.isna(cost[key]) else COST_FORMATS[key].format(cost[key]) for key in COST_COLUMNS]
         lines.append(f"| {method} | {' | '.join(cells)} |")
     lines.append("")
+    lines += [f"- {method}, not ranked: {why}" for method, why in unranked.items()]
     for ranking in rankings:
         name = SHOWN_METRICS.get(ranking.metric, ranking.metric)
         lines.append(f"- {name}, the pool's effect: {pool_sensitivity(ranking)}")
@@ -320,7 +325,8 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     selected, choices = validation_choice(tidy, study.benchmark["select_by"], block_keys(study.benchmark))
     compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
     task = study.benchmark["task"]
-    paired = paired_replicates(selected, task)  # what the rankings and the tests compare
+    paired = paired_replicates(ranked(selected, study.benchmark), task)  # what the rankings and the tests compare
+    unranked = unranked_methods(study.benchmark)
     rankings = study_rankings(paired, task)
     costs = method_costs(tidy, block_keys(study.benchmark))
     to_best, missing = compare_each(rankings), not_run(folder, tidy)
@@ -342,7 +348,11 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         f"over the datasets and their splits, and each method's training seconds per run. {rope_sentence(task)}",
         "",
         *recommendation_section(
-            rankings, costs, [*study.benchmark.get("leave_out", {}), *missing], hierarchical, HIERARCHICAL_LIMIT
+            rankings,
+            costs,
+            [*study.benchmark.get("leave_out", {}), *unranked, *missing],
+            hierarchical,
+            HIERARCHICAL_LIMIT,
         ),
         "",
         *not_run_section(folder, missing),
@@ -361,7 +371,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         "splits overlap and are repeated measures of it, not independent data sets (counting them as blocks would "
         "shrink the critical difference with their number).",
         "",
-        *leaderboard(rankings, costs),
+        *leaderboard(rankings, costs, unranked),
         "",
         "### Practically equivalent to the best?",
         "",

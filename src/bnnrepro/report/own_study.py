@@ -27,6 +27,8 @@ from bnnrepro.report.benchmark import (
     method_costs,
     published_comparison,
     published_values,
+    ranked,
+    unranked_methods,
     validation_choice,
 )
 from bnnrepro.report.practical_equivalence import equivalence_table
@@ -152,8 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     save_table(selection, *args.selection)
     save_table(published, *args.published)
     save_table(study_summary(task_metrics(metrics, args.task)), *args.table)
-    rankings = study_rankings(metrics, args.task)
-    save_table(ranking_table(rankings, bool(metrics["standin"].any()), costs), *args.ranking)
+    rankings = study_rankings(ranked(metrics, benchmark), args.task)
+    unranked = tuple(m for m in unranked_methods(benchmark) if m in set(metrics["method"]))
+    save_table(ranking_table(rankings, bool(metrics["standin"].any()), costs, unranked), *args.ranking)
     save_table(equivalence_table(rankings, bool(metrics["standin"].any())), *args.equivalence)
     save_figure(metrics_figure(metrics, args.task), *args.metrics_figure)
     save_figure(ranking_figure(rankings), *args.ranking_figure)

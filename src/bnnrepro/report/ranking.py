@@ -163,9 +163,12 @@ COST_FORMATS = {"hidden_layers": "{:.2g}", "parameters": "{:,.0f}", "settings": 
 """How a leaderboard prints each of `COST_COLUMNS`: a learned depth to two digits, a parameter count in full."""
 
 
-def ranking_table(rankings: list[Ranking], standin: bool, costs: pd.DataFrame | None = None) -> pd.DataFrame:
+def ranking_table(
+    rankings: list[Ranking], standin: bool, costs: pd.DataFrame | None = None, unranked: tuple[str, ...] = ()
+) -> pd.DataFrame:
     """The average ranks in the layout of the report's tables: a row per entrant, a column per metric, n = blocks;
-    and, given `costs` (a row per method), each entrant's `COST_COLUMNS`."""
+    and, given `costs` (a row per method), each entrant's `COST_COLUMNS`, and those of the `unranked` methods (rows
+    without ranks, after the ranked)."""
     rows = [
         {
             "row": entrant,
@@ -178,7 +181,7 @@ def ranking_table(rankings: list[Ranking], standin: bool, costs: pd.DataFrame | 
         for ranking in rankings
         for entrant, rank in ranking.average_ranks.items()
     ]
-    entrants = list(dict.fromkeys(row["row"] for row in rows))
+    entrants = list(dict.fromkeys([*(row["row"] for row in rows), *unranked]))
     if costs is not None:
         rows += [
             {"row": entrant, "column": column, "ours": costs.loc[entrant, key], "ours_error": math.nan,
