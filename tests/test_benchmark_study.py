@@ -70,7 +70,7 @@ def test_a_benchmark_naming_a_method_it_cannot_run_fails_with_the_reason(change:
 
 def test_a_benchmark_listing_a_method_without_the_task_fails_when_the_dag_is_built(tmp_path: Path) -> None:
     raw = yaml.safe_load((Path(__file__).parents[1] / "config/studies/uci_benchmark.yaml").read_text())
-    raw["benchmark"].update(methods=["mc_dropout", "edl"], tuning={}, scales={})
+    raw["benchmark"].update(methods=["mc_dropout", "edl"], tuning={}, unranked={}, scales={})
     grids = benchmark_grids(raw["benchmark"], "mine")
     assert set(grids["grids"]) == {"mc_dropout/uci", "mc_dropout/protein", "edl/uci", "edl/protein"}
     study = UCI.__class__(**{**UCI.__dict__, "grids": grids["grids"], "scales": {},

@@ -289,10 +289,10 @@ def recommendation_section(
 ) -> list[str]:
     """`recommendation` from the benchmark's ranking and equivalence tables (of the comparisons `compared`, the
     signed-rank test's made here where not given; `limit` what their test cannot tell), and the methods and datasets
-    it left out or did not run here."""
+    it left out, does not rank or did not run here."""
     equivalence = equivalence_table(rankings, False, compared)
     lines = recommendation(ranking_table(rankings, False, costs), equivalence, SHOWN_METRICS, limit)
-    return [*lines, "", f"Left out or not run here, so not compared: {', '.join(left_out) or 'none'}."]
+    return [*lines, "", f"Left out, unranked or not run here, so not compared: {', '.join(left_out) or 'none'}."]
 
 
 def not_run(folder: Path, tidy: pd.DataFrame) -> list[str]:

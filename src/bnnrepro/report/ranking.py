@@ -167,8 +167,8 @@ def ranking_table(
     rankings: list[Ranking], standin: bool, costs: pd.DataFrame | None = None, unranked: tuple[str, ...] = ()
 ) -> pd.DataFrame:
     """The average ranks in the layout of the report's tables: a row per entrant, a column per metric, n = blocks;
-    and, given `costs` (a row per method), each entrant's `COST_COLUMNS`, and those of the `unranked` methods (rows
-    without ranks, after the ranked)."""
+    and, given `costs` (a row per method), each entrant's `COST_COLUMNS` that `costs` has, and those of the
+    `unranked` methods (rows without ranks, after the ranked)."""
     rows = [
         {
             "row": entrant,
@@ -187,6 +187,7 @@ def ranking_table(
             {"row": entrant, "column": column, "ours": costs.loc[entrant, key], "ours_error": math.nan,
              "n_runs": math.nan, "standin": standin}
             for key, column in COST_COLUMNS.items()
+            if key in costs
             for entrant in entrants
             if entrant in costs.index
         ]  # fmt: skip
