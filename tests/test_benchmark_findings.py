@@ -10,9 +10,9 @@ import pytest
 from bnnrepro.artifacts.render import standard_error
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.benchmark import block_keys, ranked, validation_choice
-from bnnrepro.report.ranking import paired_replicates, study_rankings
+from bnnrepro.report.ranking import paired_replicates
 from tests.conftest import ROOT
-from tests.findings_helpers import KeptFolder, ordinal_word, scaled
+from tests.findings_helpers import KeptFolder, scaled
 
 KEPT = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark")
 STUDY = load_study("uci_benchmark")
@@ -30,45 +30,34 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
         found = values(method, dataset, metric)
         return f"{found.mean():.2f} +- {standard_error(found):.2f}"
 
-    laplace = choices[choices["row"] == "laplace"].set_index("column")["ours"]
-    ranks = {r.metric: list(r.average_ranks.index) for r in study_rankings(selected, "regression")}  # all 13
+    def chosen(method: str, dataset: str, setting: str) -> str:
+        """How many of the dataset's splits validation chose `setting` of `method` on ('0' where none)."""
+        row = choices[(choices["row"] == method) & (choices["column"] == f"uci_{dataset}")]["ours"]
+        counts = dict(part.rsplit(" (", 1) for part in row.iloc[0].split(", ")) if len(row) else {}
+        return counts.get(setting, "0/").split("/")[0]
 
-    def place(method: str, metric: str) -> str:
-        order = ranks[metric]
-        return "last" if order[-1] == method else ordinal_word(order.index(method) + 1)
-
-    health = metrics.drop_duplicates("run").set_index("run")["health"]
-    diverged = health[health.str.contains("diverged")]
-    sdebnn = [run for run in diverged.index if run.startswith("sdebnn/")]
-    where = ", ".join(
-        f"{run.split('/')[1].removeprefix('uci_')} split {run.split('/')[2].split('=')[1]}" for run in sdebnn
-    )
-    losses = " and ".join(f"{float(h.split('from ')[1].split(' ')[0]):g}" for h in diverged[sdebnn])
-    nll = metrics[metrics["run"].isin(sdebnn) & (metrics["metric"] == "test_nll_original")].set_index("run")["value"]
     paired = paired_replicates(ranked(selected, STUDY.benchmark), "regression")
     kept = paired[paired["metric"] == "test_nll_original"].groupby("dataset")["seed"].nunique()
     runs = metrics["run"].nunique()
     return [
         f"yacht's RMSE ({with_error('deep_ensemble', 'yacht', 'rmse')} against 1.58)",
+        f"energy's ({values('deep_ensemble', 'energy', 'rmse').mean():.2f} against 2.09",
         f"energy's NLL ({with_error('deep_ensemble', 'energy', 'nll')} against 1.38)",
         f"better on energy (NLL {values('mc_dropout', 'energy', 'nll').mean():.2f} against 1.99)",
         f"(yacht NLL {values('mc_dropout', 'yacht', 'nll').mean():.2f} against 1.55)",
-        f"largest value ({laplace['uci_wine'].split('=')[1].split(' ')[0]}) on every wine split"
-        if laplace["uci_wine"].endswith("(20/20)")
-        else "laplace: wine's choice varies",
-        f"smallest ({laplace['uci_energy'].split('=')[1].split(' ')[0]}) on every energy and yacht split"
-        if laplace["uci_energy"] == laplace["uci_yacht"] and laplace["uci_energy"].endswith("(20/20)")
-        else "laplace: energy's and yacht's choices differ",
-        f"{len(sdebnn)} of its {health.index.str.startswith('sdebnn/').sum()} runs diverged ({where}: the training "
-        f"loss went from {losses}",
-        f"their test NLL finite: {' and '.join(f'{nll[run]:.0f}' for run in sdebnn)}).",
+        f"std 0.8 on {'every' if chosen('laplace', 'wine', 'scale=0.8') == '20' else 'not every'} wine split (1.6 "
+        f"{'never' if chosen('laplace', 'wine', 'scale=1.6') == '0' else 'sometimes'})",
+        f"MC dropout's 0.2 on {chosen('mc_dropout', 'wine', 'dropout=0.2')} of 20",
+        f"MC dropout's 0.001 on {chosen('mc_dropout', 'energy', 'dropout=0.001')} of 20 energy splits and "
+        f"{chosen('mc_dropout', 'yacht', 'dropout=0.001')} of 20 yacht splits",
+        f"BEDL's beta 400 (std 0.05) on {chosen('bedl', 'energy', 'noise_precision=400.0')} and "
+        f"{chosen('bedl', 'yacht', 'noise_precision=400.0')}",
+        f"the Laplace std 0.05 on {chosen('laplace', 'energy', 'scale=0.05')} and "
+        f"{chosen('laplace', 'yacht', 'scale=0.05')}",
         f"finite values of both ({kept['uci_boston']} of 20 on boston and wine"
         if kept["uci_boston"] == kept["uci_wine"]
         else "differ",
-        f"the SDE-BNN would rank {place('sdebnn', 'rmse_original')} on RMSE and {place('sdebnn', 'nll_original')} on "
-        f"NLL, the ODE net {place('odenet', 'rmse_original')} and {place('odenet', 'nll_original')}",
         f"All {runs:,} runs",
-        f"every one of their {len(metrics) - runs:,} values but the timings",
     ]
 
 

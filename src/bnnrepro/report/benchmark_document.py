@@ -350,7 +350,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         *recommendation_section(
             rankings,
             costs,
-            [*study.benchmark.get("leave_out", {}), *unranked, *missing],
+            list(dict.fromkeys([*study.benchmark.get("leave_out", {}), *unranked, *missing])),
             hierarchical,
             HIERARCHICAL_LIMIT,
         ),
