@@ -1,21 +1,30 @@
-"""The numbers the UCI benchmark's findings (docs/benchmark/paper/uci_benchmark/findings.yaml) take from the kept
-runs, computed again from those runs: a new batch cannot leave the prose behind (the control: the same check on runs
-whose values changed fails). Published numbers and the budget experiment's (its CSVs beside) are not the runs'."""
+"""The numbers the UCI benchmark's findings (docs/benchmark/paper/uci_benchmark/findings.yaml, and its heteroscedastic
+track's) take from the kept runs, computed again from those runs and from the record of their reproduction on another
+CPU: a new batch cannot leave the prose behind (the control: the same check on runs whose values changed fails).
+Published numbers and the budget experiment's (its CSVs beside) are not the runs'."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pandas as pd
 import pytest
+from scipy import stats
 
 from bnnrepro.artifacts.render import standard_error
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.benchmark import block_keys, ranked, validation_choice
-from bnnrepro.report.ranking import paired_replicates
+from bnnrepro.report.ranking import SIGNIFICANCE, Ranking, paired_replicates, study_rankings
 from tests.conftest import ROOT
 from tests.findings_helpers import KeptFolder, scaled
 
 KEPT = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark")
 STUDY = load_study("uci_benchmark")
+SHOWN = {"mfvi": "MFVI", "bedl": "BEDL", "udn": "the UDN", "laplace": "the Laplace approximation", "vbp": "VBP",
+         "mc_dropout": "MC dropout", "finite": "the finite net", "dun": "the DUN", "dvi": "DVI",
+         "varout": "VarOut"}  # fmt: skip
+"""The methods as the findings name them."""
 
 
 def expected_fragments(metrics: pd.DataFrame) -> list[str]:
@@ -39,7 +48,19 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
     paired = paired_replicates(ranked(selected, STUDY.benchmark), "regression")
     kept = paired[paired["metric"] == "test_nll_original"].groupby("dataset")["seed"].nunique()
     runs = metrics["run"].nunique()
+    rmse, nll = study_rankings(paired, "regression")
+    best = {ranking.average_ranks.index[0] for ranking in (rmse, nll)}
+
+    def told_apart(ranking: Ranking) -> str:
+        """The methods the post-hoc test tells from the best, as the finding names them."""
+        p = ranking.posthoc_p().loc[ranking.average_ranks.index[0]]
+        return " and ".join(SHOWN[m] for m in ranking.average_ranks.index if p[m] < SIGNIFICANCE) or "none"
+
     return [
+        "The deep ensemble, now with" if best == {"deep_ensemble"} else "another best",
+        f"on RMSE it tells the deep ensemble only from {told_apart(rmse)};",
+        f"on NLL from {told_apart(nll)}, as the NLL ranks' Friedman test "
+        + ("does not reject at 0.05" if nll.friedman_p >= SIGNIFICANCE else "rejects"),
         f"yacht's RMSE ({with_error('deep_ensemble', 'yacht', 'rmse')} against 1.58)",
         f"energy's ({values('deep_ensemble', 'energy', 'rmse').mean():.2f} against 2.09",
         f"energy's NLL ({with_error('deep_ensemble', 'energy', 'nll')} against 1.38)",
@@ -72,3 +93,98 @@ def test_every_number_the_findings_take_from_the_runs_is_the_runs() -> None:
 def test_control_runs_with_other_values_fail_the_check(method: str, dataset: str, factor: float) -> None:
     metrics = scaled(KEPT.metrics(), factor, method=method, dataset=dataset, metric="test_.*")
     assert KEPT.missing_fragments(expected_fragments(metrics)), "the changed runs pass the check"
+
+
+@pytest.mark.parametrize(("method", "metric"), [("bedl", "test_rmse_original"), ("mfvi", "test_nll_original")])
+def test_control_a_leaderboard_that_moved_fails_the_check(method: str, metric: str) -> None:
+    """The leaderboard's phrases follow the ranks: halving one method's values (RMSE: BEDL no longer told apart from
+    the ensemble; NLL: MFVI no longer last) changes what they must say."""
+    metrics = scaled(KEPT.metrics(), 0.5, method=method, metric=metric)
+    missing = KEPT.missing_fragments(expected_fragments(metrics))
+    assert any("tells the deep ensemble" in fragment or "on NLL from" in fragment for fragment in missing), missing
+
+
+HETEROSCEDASTIC = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark_heteroscedastic")
+NAMED = {"deep_ensemble": "the deep ensemble", "mc_dropout": "MC dropout", "mfvi": "MFVI"}
+
+
+def selected_means(metrics: pd.DataFrame, study: str) -> pd.Series:
+    """Each (method, dataset, metric)'s mean over the splits of the values validation selected, test NLL and RMSE."""
+    benchmark = load_study(study).benchmark
+    selected, _ = validation_choice(metrics, benchmark["select_by"], block_keys(benchmark))
+    tested = selected[selected["metric"].isin(["test_nll_original", "test_rmse_original"])]
+    return tested.groupby(["method", "dataset", "metric"])["value"].mean()
+
+
+def heteroscedastic_fragments(heads: pd.DataFrame, shared: pd.DataFrame) -> list[str]:
+    """The heteroscedastic findings' phrases, from the kept runs of the two tracks."""
+    head, one = selected_means(heads, "uci_benchmark_heteroscedastic"), selected_means(shared, "uci_benchmark")
+    change = (head - one).dropna()
+
+    def per_set(method: str, metric: str) -> pd.Series:
+        return change.xs((method, f"test_{metric}_original"), level=["method", "metric"])
+
+    def better(method: str) -> str:
+        return f"{int((per_set(method, 'nll') < 0).sum())} of {len(per_set(method, 'nll'))}"
+
+    def worse_rmse(method: str) -> str:
+        return f"{int((per_set(method, 'rmse') > 0).sum())} of {len(per_set(method, 'rmse'))}"
+
+    ensemble = ", ".join(f"{v:+.2f} on {d.removeprefix('uci_')}" for d, v in per_set("deep_ensemble", "nll").items())
+    tests = {(m, metric): stats.wilcoxon(per_set(m, metric)).pvalue for m in NAMED for metric in ("nll", "rmse")}
+    smallest = min(tests, key=tests.get)
+    energy = [v.loc["deep_ensemble", "uci_energy", "test_rmse_original"] for v in (head, one)]
+    return [
+        f"the deep ensemble {ensemble} (better on {better('deep_ensemble')} sets)",
+        f"MC dropout better on {better('mc_dropout')}, MFVI on {better('mfvi')}",
+        f"worse for MC dropout on {worse_rmse('mc_dropout')} sets and for the deep ensemble on "
+        f"{worse_rmse('deep_ensemble')} (energy: {energy[0]:.2f} against {energy[1]:.2f})",
+        f"no two-sided p-value below {min(tests.values()):.4g}",
+        f"the smallest here, {NAMED[smallest[0]]}'s {smallest[1].upper()}, is that bound",
+    ]
+
+
+def test_the_heteroscedastic_findings_say_what_the_two_tracks_runs_make() -> None:
+    missing = HETEROSCEDASTIC.missing_fragments(heteroscedastic_fragments(HETEROSCEDASTIC.metrics(), KEPT.metrics()))
+    assert not missing, f"the heteroscedastic findings no longer say what the kept runs make: {missing}"
+
+
+def test_control_heads_with_other_values_fail_the_heteroscedastic_check() -> None:
+    heads = scaled(HETEROSCEDASTIC.metrics(), 0.8, method="deep_ensemble", dataset="uci_energy", metric="test_.*")
+    assert HETEROSCEDASTIC.missing_fragments(heteroscedastic_fragments(heads, KEPT.metrics()))
+
+
+def machine_fragments(folder: KeptFolder) -> list[str]:
+    """'The machine.' finding's phrases, from the kept runs and the record of their reproduction on another CPU."""
+    record = folder.provenance()["reproductions"][0]
+    rmse = record["relative_differences"]["test_rmse_original"]
+    method, dataset, *_ = rmse["largest_run"].split("/")
+    kept = folder.metrics()
+    splits = kept[(kept["method"] == method) & (kept["dataset"] == dataset) & (kept["metric"] == "test_rmse_original")]
+    rerun = pd.read_csv(folder.path / record["metrics_file"]).set_index(["run", "metric"])["value"]
+    moved = rerun[rmse["largest_run"], "test_rmse_original"]
+    inside = splits["value"].min() <= moved <= splits["value"].max()
+    return [
+        f"none of the {record['runs']} runs of split 0 is bit-identical" if record["identical"] == 0 else "some",
+        f"the test RMSE's median relative difference {rmse['median']:.2g})",
+        f"more than 1% in {rmse['above_1_percent']:.0%} of the runs, at most by {rmse['max']:.0%} "
+        f"({rmse['largest_run']}), a move {'inside' if inside else 'outside'} the spread",
+        f"over {dataset.removeprefix('uci_')}'s 20 splits ({splits['value'].min():.2f} to {splits['value'].max():.2f})",
+    ]
+
+
+def test_the_machine_finding_says_what_the_reproduction_record_holds() -> None:
+    missing = KEPT.missing_fragments(machine_fragments(KEPT))
+    assert not missing, f"'The machine.' no longer says what the reproduction record holds: {missing}"
+
+
+def test_control_a_rerun_outside_the_splits_spread_fails_the_machine_check(tmp_path: Path) -> None:
+    """The same record with the most moved run's rerun RMSE doubled: now outside the splits' spread."""
+    shutil.copytree(KEPT.path, tmp_path / "kept", ignore=shutil.ignore_patterns("metrics.csv"))
+    (tmp_path / "kept" / "metrics.csv").symlink_to(KEPT.path / "metrics.csv")
+    record = KEPT.provenance()["reproductions"][0]
+    rerun = pd.read_csv(KEPT.path / record["metrics_file"])
+    largest = record["relative_differences"]["test_rmse_original"]["largest_run"]
+    rerun.loc[(rerun["run"] == largest) & (rerun["metric"] == "test_rmse_original"), "value"] *= 2
+    rerun.to_csv(tmp_path / "kept" / record["metrics_file"], index=False)
+    assert KeptFolder(tmp_path / "kept").missing_fragments(machine_fragments(KeptFolder(tmp_path / "kept")))

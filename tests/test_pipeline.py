@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -28,6 +29,7 @@ from bnnrepro.artifacts.registry import catalog, implementations
 from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS
 from bnnrepro.fidelity.collect import collect
 from bnnrepro.fidelity.document import NOT_RUN_FILE, fidelity_document
+from bnnrepro.fidelity.reproduce import record_reproduction, reproduce, reproduction_sentences
 from bnnrepro.pipeline.studies import available_studies, load_study
 from bnnrepro.report.page_layout import layout_problems
 from bnnrepro.report.summary import summary_rows
@@ -423,3 +425,31 @@ def test_fidelity_collect_adds_a_later_batch_to_the_kept_results(built: Path, tm
     collect(tree_of(built, read[:1], tmp_path / "third"), "repulsive_toy", "smoke", tmp_path / "split")
     with pytest.raises(ValueError, match="collect those batches from one tree"):
         collect(tree_of(built, read[1:], tmp_path / "fourth"), "repulsive_toy", "smoke", tmp_path / "split", add=True)
+
+
+def test_reproduce_finds_the_kept_numbers_bit_for_bit_and_names_a_one_ulp_change(built: Path, tmp_path: Path) -> None:
+    """The tree a study was collected from reproduces it exactly, its training seconds aside (they describe a run);
+    one metric of one run moved by one unit in the last place is that run's difference (the negative control)."""
+    collect(built, "udn_spirals", "smoke", tmp_path)
+    folder = tmp_path / "smoke" / "udn_spirals"
+    same = reproduce(built, "udn_spirals", "smoke", folder)
+    assert same.runs == same.identical == len(load_study("udn_spirals").runs("smoke")) and not same.differences
+    assert "cpu_arithmetic=portable" in same.rerun_on[0] and "AVX2 kernels" in same.rerun_on[0]
+    assert same.spread and all(values["max"] == 0 for values in same.spread.values())
+    record_reproduction(folder, same, built)
+    reproduced = json.loads((folder / "provenance.json").read_text())["reproductions"][0]
+    assert reproduced["identical"] == same.runs and "reproduced bit for bit" in reproduction_sentences(
+        {"reproductions": [reproduced]})[0]  # fmt: skip
+    assert set(pd.read_csv(folder / reproduced["metrics_file"])["metric"]) == set(same.rerun_metrics["metric"])
+    kept = pd.read_csv(folder / "metrics.csv")
+    timed = kept.index[kept["metric"] == "train_seconds"]
+    kept.loc[timed, "value"] += 1.0
+    moved = kept.index[(kept["metric"] != "train_seconds") & (kept["run"] == kept["run"].iloc[0])][0]
+    kept.loc[moved, "value"] = np.nextafter(kept.loc[moved, "value"], np.inf)
+    kept.to_csv(folder / "metrics.csv", index=False)
+    changed = reproduce(built, "udn_spirals", "smoke", folder)
+    assert changed.identical == changed.runs - 1
+    assert [(d["run"], d["metric"]) for d in changed.differences] == [tuple(kept.loc[moved, ["run", "metric"]])]
+    collect(built, "udn_spirals", "smoke", tmp_path)  # the runs kept afresh: the record of the earlier ones goes
+    assert "reproductions" not in json.loads((folder / "provenance.json").read_text())
+    assert not (folder / reproduced["metrics_file"]).exists()

@@ -73,6 +73,27 @@ def test_the_friedman_test_finds_a_dominant_method_and_not_chance() -> None:
     assert false_alarms <= 20
 
 
+def test_no_method_is_told_apart_where_the_friedman_test_does_not_reject() -> None:
+    """Eleven methods over five datasets, as the UCI benchmark: `best` ranks 2.4 on average and `worst` 9.6, the nine
+    others shuffled. The Nemenyi p-value of that pair alone is below 0.05, but the Friedman test does not reject, so
+    the post-hoc p-values read are all 1 (Demšar 2006); where it rejects (the control) they are Nemenyi's."""
+    rng, rows = np.random.default_rng(9), []
+    for block, (best, worst) in enumerate(zip([1, 1, 3, 3, 4], [11, 11, 9, 9, 8], strict=True)):
+        others = rng.permutation([rank for rank in range(1, 12) if rank not in (best, worst)])
+        ranks = {"best": best, "worst": worst, **{f"m{i}": rank for i, rank in enumerate(others)}}
+        rows += [{"method": m, "hparams": "split=0", "seed": 0, "dataset": f"d{block}", "metric": "test_rmse_original",
+                  "value": float(rank), "standin": False} for m, rank in ranks.items()]  # fmt: skip
+    ranking = rank_metric(pd.DataFrame(rows), "rmse_original", "lower")
+    assert ranking.friedman_p >= 0.05 and ranking.nemenyi_p.loc["best", "worst"] < 0.05
+    assert (ranking.posthoc_p() == 1.0).all().all()
+    figure = Figure()
+    draw_critical_differences([ranking], figure.subplots(1, 1, squeeze=False)[:, 0])
+    assert "(not rejected: no pair told apart)" in figure.axes[0].get_title()
+    dominant = tidy({"best": [0.0] * 20, "b": list(rng.normal(3, 1, 20)), "c": list(rng.normal(3, 1, 20))})
+    rejected = rank_metric(dominant, "rmse_original", "lower")
+    assert rejected.friedman_p < 0.05 and rejected.posthoc_p().equals(rejected.nemenyi_p)
+
+
 def test_two_methods_or_one_block_get_ranks_but_no_test() -> None:
     ranking = rank_metric(tidy({"x": [1.0, 2.0], "y": [2.0, 3.0]}), "rmse_original", "lower")
     assert ranking.friedman_p is None and ranking.nemenyi_p is None and ranking.average_ranks["x"] == 1.0

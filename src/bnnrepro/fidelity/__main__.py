@@ -5,9 +5,13 @@ its artifacts draw from them (evaluations such as eval/forecast_paths.npz): Snak
 `python -m bnnrepro.fidelity collect TREE --studies S ... [--scale paper] [--wall-seconds N] [--out DIR]`;
 `python -m bnnrepro.fidelity document`;
 `python -m bnnrepro.fidelity backfill-digests [--scale paper] [--studies S ...]`: record the code digest of each kept
-batch that has none, at the batch's commit (`bnnrepro.fidelity.code_digest`). See `bnnrepro.fidelity`."""
+batch that has none, at the batch's commit (`bnnrepro.fidelity.code_digest`);
+`python -m bnnrepro.fidelity reproduce TREE --study S [--scale paper] [--kept DIR] [--record]`: whether the tree's runs
+give the kept numbers bit for bit (`bnnrepro.fidelity.reproduce`; exit status 1 where one differs; --record keeps the
+outcome in the kept provenance.json). See `bnnrepro.fidelity`."""
 
 import argparse
+import sys
 from pathlib import Path
 
 from bnnrepro import layout
@@ -16,6 +20,7 @@ from bnnrepro.fidelity.code_digest import backfill
 from bnnrepro.fidelity.collect import PROVENANCE_FILE, collect
 from bnnrepro.fidelity.document import fidelity_document
 from bnnrepro.fidelity.kept_files import KEPT_RESULTS
+from bnnrepro.fidelity.reproduce import record_reproduction, reproduce
 from bnnrepro.fidelity.run_selection import selected_runs
 from bnnrepro.fidelity.staleness import kept_batch_runs, kept_run_ids
 from bnnrepro.paths import project_root
@@ -55,6 +60,12 @@ def main() -> None:
     digests = commands.add_parser("backfill-digests", help="record the code digest of kept batches that have none")
     digests.add_argument("--scale", default="paper")
     digests.add_argument("--studies", nargs="*", help="(default: every study kept at --scale)")
+    again = commands.add_parser("reproduce", help="whether a tree's runs give the kept numbers bit for bit")
+    again.add_argument("tree", type=Path, help="a project folder where some kept runs were trained again")
+    again.add_argument("--study", required=True)
+    again.add_argument("--scale", default="paper")
+    again.add_argument("--kept", type=Path, default=RESULTS, help=f"where the study is kept (default: {RESULTS})")
+    again.add_argument("--record", action="store_true", help="keep the outcome in the kept provenance.json")
     args, rest = parser.parse_known_args()  # `targets` takes KEY=V filters after its options too
     if args.command != "targets" and rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -82,6 +93,13 @@ def main() -> None:
         for folder in folders:
             if not args.studies or folder.name in args.studies:
                 print("\n".join(backfill(folder, root)))
+    elif args.command == "reproduce":
+        folder = root / args.kept / args.scale / args.study
+        outcome = reproduce(args.tree.resolve(), args.study, args.scale, folder)
+        print(outcome.summary())
+        if args.record:
+            record_reproduction(folder, outcome, args.tree.resolve())
+        sys.exit(1 if outcome.differences else 0)
     else:
         (root / DOCUMENT).write_text(fidelity_document(root / RESULTS, RESULTS.as_posix()))
         print(root / DOCUMENT)

@@ -36,13 +36,15 @@ from bnnrepro.fidelity.kept_files import (
     CLAIMS_FILE,
     METRICS_FILE,
     PROVENANCE_FILE,
+    REPRODUCTION_FILE,
     TABLES,
     provenance_batches,
 )
 from bnnrepro.pipeline.studies import Run, load_study
 
 
-def _commit(tree: Path) -> str:
+def commit_of(tree: Path) -> str:
+    """The short commit of the git checkout `tree`, or a note that it is none."""
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True,
                               check=True).stdout.strip()  # fmt: skip
@@ -100,6 +102,8 @@ def collect(
     tidy, kept_rows, kept_tables, provenance = kept.tidy, kept.claim_rows, kept.tables, kept.provenance
     runs = [run for run in study.runs(scale) if run.id in set(tidy["run"])]
     shutil.rmtree(folder / TABLES, ignore_errors=True)  # the other files are overwritten; findings.yaml is kept
+    for reproduced in folder.glob(REPRODUCTION_FILE.format("*")):  # records of the runs kept before
+        reproduced.unlink()
     (folder / TABLES).mkdir(parents=True)
     tidy.to_csv(folder / METRICS_FILE, index=False)
     if kept.membership is not None:
@@ -140,7 +144,7 @@ def batch_provenance(
     train_seconds = tidy[tidy["metric"] == "train_seconds"]["value"]
     digests = code_digests(tree, study_name, scale, [run.id for run in runs]) if is_project_tree(tree) else None
     return {
-        "study": study_name, "scale": scale, "commit": _commit(tree),
+        "study": study_name, "scale": scale, "commit": commit_of(tree),
         "machine": f"{platform.machine()} ({cpu_model()}), {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "collected": datetime.now(UTC).strftime("%Y-%m-%d"), "runs": len(runs),
         "grid": grid_part(runs, load_study(study_name).runs(scale)), "standin": bool(tidy["standin"].any()),

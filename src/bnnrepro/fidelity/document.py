@@ -34,6 +34,7 @@ from bnnrepro.artifacts.verdict_rules import (
 from bnnrepro.fidelity.collect import CLAIMS_FILE, PROVENANCE_FILE, TABLES
 from bnnrepro.fidelity.finding_values import with_values
 from bnnrepro.fidelity.kept_files import provenance_batches
+from bnnrepro.fidelity.reproduce import reproduction_sentences
 from bnnrepro.fidelity.staleness import code_section, missing_runs_section
 from bnnrepro.files import read_yaml
 from bnnrepro.pipeline.studies import available_studies, load_study
@@ -138,7 +139,8 @@ def study_section(folder: Path, artifacts: dict[str, dict]) -> tuple[list[str], 
         f"(longest run {provenance['longest_run_seconds']:.0f} s)"
         + (f", {wall / 60:.0f} min wall for its batches" if wall else "")
         + f"; {provenance['machine']}; {_commits(provenance)}, {provenance['collected']}."
-        + (" **Some runs used stand-in data.**" if provenance["standin"] else ""), "",
+        + (" **Some runs used stand-in data.**" if provenance["standin"] else "")
+        + "".join(f" {sentence}" for sentence in reproduction_sentences(provenance)), "",
     ]  # fmt: skip
     lines += code_section(folder)  # whether the code that trained its batches is the current code
     lines += missing_runs_section(folder)  # the runs of a grid grown since its batches
@@ -296,6 +298,13 @@ def fidelity_document(results: Path, shown_as: str) -> str:
         "tables and claims are drawn again from all the runs (not for an artifact drawn from run files that the",
         "batches split: collect those from one tree). `targets ... --batch COMMIT` keeps only the runs of the batch",
         "kept at that commit (the rerun commands below use it), so no run of another batch or grid trains with them.",
+        "",
+        "Whether your machine gives these numbers: train some kept runs again (`targets ... --batch COMMIT`), then",
+        "`python -m bnnrepro.fidelity reproduce . --study S` compares them with the kept ones bit for bit (their",
+        "training seconds aside); `--record` keeps the outcome, which the study's section then states. The default",
+        "`cpu_arithmetic: portable` makes a run's numbers the same whatever the widest kernels of the CPU, not",
+        "across CPU vendors: expect the last float32 digits to differ on another vendor's CPU, and more after long",
+        "training.",
         "",
         *RULE_TEXT,
         "",

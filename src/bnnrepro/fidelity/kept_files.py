@@ -9,6 +9,10 @@ CLAIM_COLUMNS = ["artifact", "claim", "holds", "status", "evidence"]
 BATCHES_FILE = "batches.csv"
 """Which batch each kept run came from (run, batch: its index in the provenance's `batches`), once there are several."""
 
+REPRODUCTION_FILE = "reproduction-{}.csv"
+"""The rerun's verdict metrics of a kept study's k-th recorded reproduction (`bnnrepro.fidelity.reproduce`); a
+collect of the study removes them with the records (its runs are then other numbers)."""
+
 KEPT_RESULTS = "docs/fidelity"
 """Where `python -m bnnrepro.fidelity collect` keeps a study's results by default (<scale>/<study>/ under it)."""
 PAPER_RESULTS = f"{KEPT_RESULTS}/paper"

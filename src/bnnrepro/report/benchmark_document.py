@@ -16,6 +16,7 @@ from bnnrepro.artifacts.render import standard_error, verdict_counts
 from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS, LEVEL, UNDETERMINED
 from bnnrepro.fidelity.finding_values import with_values
 from bnnrepro.fidelity.kept_files import METRICS_FILE, PROVENANCE_FILE
+from bnnrepro.fidelity.reproduce import reproduction_sentences
 from bnnrepro.fidelity.staleness import code_section
 from bnnrepro.files import read_yaml
 from bnnrepro.paths import project_root
@@ -97,7 +98,8 @@ def cost_section(tidy: pd.DataFrame) -> list[str]:
 
 def leaderboard(rankings: list[Ranking], costs: pd.DataFrame, unranked: dict[str, str] | None = None) -> list[str]:
     """Average ranks per metric (1 = best) beside each method's cost (`method_costs`), the Friedman p-value, and the
-    methods the Nemenyi test cannot tell from the best at the level of `SIGNIFICANCE`; the `unranked` methods' costs
+    methods the Nemenyi test cannot tell from the best at the level of `SIGNIFICANCE` (none is told apart where the
+    Friedman test does not reject: `Ranking.posthoc_p`); the `unranked` methods' costs
     below the ranked, with why they are not ranked."""
     unranked = {m: why for m, why in (unranked or {}).items() if m in costs.index}
     methods = list(dict.fromkeys([*(m for ranking in rankings for m in ranking.average_ranks.index), *unranked]))
@@ -118,12 +120,16 @@ def leaderboard(rankings: list[Ranking], costs: pd.DataFrame, unranked: dict[str
             lines.append(f"- {name}: {len(ranking.blocks)} blocks, too few methods or blocks for the Friedman test.")
             continue
         best = ranking.average_ranks.index[0]
-        tied = [m for m in ranking.average_ranks.index[1:] if ranking.nemenyi_p.loc[best, m] >= SIGNIFICANCE]
+        tied = [m for m in ranking.average_ranks.index[1:] if ranking.posthoc_p().loc[best, m] >= SIGNIFICANCE]
         units = "datasets" if ranking.unit == "dataset" else "splits of one dataset"
+        posthoc = (
+            f"not told apart from it by the Nemenyi test at {SIGNIFICANCE}: {', '.join(tied) or 'none'}"
+            if ranking.friedman_p < SIGNIFICANCE
+            else f"the Friedman test does not reject at {SIGNIFICANCE}, so no post-hoc test tells any method from it"
+        )
         lines.append(
             f"- {name}: Friedman p = {ranking.friedman_p:.2g} over {len(ranking.blocks)} {units}; critical difference "
-            f"{ranking.critical_difference():.2f} ranks; best average rank {best}; not told apart from it by the "
-            f"Nemenyi test at {SIGNIFICANCE}: {', '.join(tied) or 'none'}."
+            f"{ranking.critical_difference():.2f} ranks; best average rank {best}; {posthoc}."
         )
     return lines
 
@@ -339,7 +345,8 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         "",
         f"Runs: {provenance['grid']}. Training {provenance['train_seconds'] / 3600:.2f} h summed over runs"
         + (f", {wall / 60:.0f} min wall" if wall else "")
-        + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}.",
+        + f"; {provenance['machine']}; commit `{provenance['commit']}`, {provenance['collected']}."
+        + "".join(f" {sentence}" for sentence in reproduction_sentences(provenance)),
         "",
         *code_section(folder, root),
         "### Which method to use?",

@@ -60,6 +60,14 @@ class Ranking:
         q = stats.studentized_range.ppf(1 - SIGNIFICANCE, k, np.inf) / math.sqrt(2)
         return float(q * math.sqrt(k * (k + 1) / (6 * n)))
 
+    def posthoc_p(self) -> pd.DataFrame | None:
+        """The Nemenyi p-values to read: the post-hoc test follows a rejection of the Friedman test at SIGNIFICANCE
+        (Demšar 2006, sec. 3.2.2), so where it does not reject every pair's p-value is 1 (none told apart); None where
+        there is no test."""
+        if self.nemenyi_p is None or self.friedman_p < SIGNIFICANCE:
+            return self.nemenyi_p
+        return pd.DataFrame(1.0, index=self.nemenyi_p.index, columns=self.nemenyi_p.columns)
+
 
 def replicate(seed: object, hparams: str) -> str:
     """The replicate a run is of its dataset: its data split (`split=K` among its hyperparameters) and seed."""
@@ -200,8 +208,9 @@ def ranking_title(ranking: Ranking) -> str:
     units = f"{blocks} datasets" if ranking.unit == "dataset" else f"{blocks} replicates of one dataset"
     if ranking.friedman_p is None:
         return f"{ranking.metric}: {units}, {ranking.blocks.shape[1]} methods (no test: needs 3 and 2)"
+    not_rejected = " (not rejected: no pair told apart)" if ranking.friedman_p >= SIGNIFICANCE else ""
     return (
-        f"{ranking.metric}: Friedman p = {ranking.friedman_p:.2g} over {units}, critical difference "
+        f"{ranking.metric}: Friedman p = {ranking.friedman_p:.2g}{not_rejected} over {units}, critical difference "
         f"{ranking.critical_difference():.2f}"
     )
 
@@ -215,5 +224,5 @@ def draw_critical_differences(rankings: list[Ranking], axes) -> None:
             ax.axis("off")
             continue
         scikit_posthocs.critical_difference_diagram(
-            ranking.average_ranks, ranking.nemenyi_p, ax=ax, alpha=SIGNIFICANCE, label_props={"fontsize": 8}
+            ranking.average_ranks, ranking.posthoc_p(), ax=ax, alpha=SIGNIFICANCE, label_props={"fontsize": 8}
         )
