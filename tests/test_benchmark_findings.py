@@ -188,3 +188,63 @@ def test_control_a_rerun_outside_the_splits_spread_fails_the_machine_check(tmp_p
     rerun.loc[(rerun["run"] == largest) & (rerun["metric"] == "test_rmse_original"), "value"] *= 2
     rerun.to_csv(tmp_path / "kept" / record["metrics_file"], index=False)
     assert KeptFolder(tmp_path / "kept").missing_fragments(machine_fragments(KeptFolder(tmp_path / "kept")))
+
+
+def with_rerun(folder: KeptFolder, record: dict) -> pd.DataFrame:
+    """The kept metrics with the values of a recorded reproduction (its reproduction-k.csv) in place of the kept."""
+    kept = folder.metrics()
+    rerun = pd.read_csv(folder.path / record["metrics_file"]).set_index(["run", "metric"])["value"]
+    replaced = pd.Series(list(zip(kept["run"], kept["metric"], strict=True)), index=kept.index).map(rerun)
+    return kept.assign(value=replaced.where(replaced.notna(), kept["value"]))
+
+
+def rerun_verdicts(metrics: pd.DataFrame, study: str) -> dict[str, object]:
+    """What the track's verdicts rest on: per ranked metric the average ranks and the Friedman p-value, and the means
+    over the splits of each method and dataset with their standard errors, and the MC dropout runs validation chose."""
+    benchmark = load_study(study).benchmark
+    selected, _ = validation_choice(metrics, benchmark["select_by"], block_keys(benchmark))
+    rankings = study_rankings(paired_replicates(ranked(selected, benchmark), "regression"), "regression")
+    tested = selected[selected["metric"].isin(["test_nll_original", "test_rmse_original"])]
+    means = tested.groupby(["method", "dataset", "metric"])["value"].agg(["mean", standard_error])
+    return {"ranks": {r.metric: r.average_ranks.round(2).to_dict() for r in rankings},
+            "friedman": {r.metric: r.friedman_p for r in rankings}, "means": means,
+            "chosen": set(selected.loc[selected["method"] == "mc_dropout", "run"])}  # fmt: skip
+
+
+def heteroscedastic_machine_fragments(folder: KeptFolder) -> list[str]:
+    """The heteroscedastic track's 'The machine.' phrases: its whole grid trained again on another CPU."""
+    record = folder.provenance()["reproductions"][-1]
+    kept = rerun_verdicts(folder.metrics(), "uci_benchmark_heteroscedastic")
+    again = rerun_verdicts(with_rerun(folder, record), "uci_benchmark_heteroscedastic")
+    shift = (again["means"]["mean"] - kept["means"]["mean"]).abs() / kept["means"]["standard_error"]
+    changed = len(kept["chosen"] - again["chosen"])
+    rmse, nll = (again["ranks"][metric] for metric in ("rmse_original", "nll_original"))
+    same_ranks = "the same" if rmse == kept["ranks"]["rmse_original"] else "other"
+    moved_tie = [f"{NAMED[method]} {rank:.1f}" for method, rank in nll.items()]
+    friedman = {metric: f"{p:.2g}" for metric, p in again["friedman"].items()}
+    return [
+        f"all {record['runs']} of its runs, {record['identical']} bit-identical",
+        f"{same_ranks} average ranks on RMSE",
+        f"becomes {', '.join(moved_tie[:2])}",
+        f"Friedman p = {friedman['rmse_original']} on RMSE and {friedman['nll_original']} on NLL",
+        f"by at most {shift.max():.2f} of their standard errors",
+        f"validation chose another dropout rate for MC dropout on {changed} of its 100 splits",
+    ]
+
+
+def test_the_heteroscedastic_machine_finding_says_what_the_rerun_makes() -> None:
+    missing = HETEROSCEDASTIC.missing_fragments(heteroscedastic_machine_fragments(HETEROSCEDASTIC))
+    assert not missing, f"the heteroscedastic track's 'The machine.' no longer says what the rerun makes: {missing}"
+
+
+def test_control_a_rerun_that_moved_a_mean_fails_the_heteroscedastic_machine_check(tmp_path: Path) -> None:
+    """The record with the rerun's test NLL of the deep ensemble on yacht raised by a tenth: a mean moves further."""
+    shutil.copytree(HETEROSCEDASTIC.path, tmp_path / "kept", ignore=shutil.ignore_patterns("metrics.csv"))
+    (tmp_path / "kept" / "metrics.csv").symlink_to(HETEROSCEDASTIC.path / "metrics.csv")
+    record = HETEROSCEDASTIC.provenance()["reproductions"][-1]
+    rerun = pd.read_csv(HETEROSCEDASTIC.path / record["metrics_file"])
+    moved = rerun["run"].str.startswith("deep_ensemble/uci_yacht/") & (rerun["metric"] == "test_nll_original")
+    rerun.loc[moved, "value"] += 0.1
+    rerun.to_csv(tmp_path / "kept" / record["metrics_file"], index=False)
+    changed = KeptFolder(tmp_path / "kept")
+    assert changed.missing_fragments(heteroscedastic_machine_fragments(changed))

@@ -18,7 +18,7 @@ from pypdf import PdfReader  # noqa: E402
 from bnnrepro.artifacts.registry import implementations  # noqa: E402
 from bnnrepro.report import INVOCATION_LIMIT, INVOCATION_VARIABLE, invocation_record  # noqa: E402
 from bnnrepro.report.manifest import build_manifest, code_commit  # noqa: E402
-from bnnrepro.report.typst_elements import format_number, typst_str  # noqa: E402
+from bnnrepro.report.typst_elements import format_number, table_from_csv, typst_str  # noqa: E402
 from bnnrepro.report.typst_report import build_report  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
@@ -241,6 +241,19 @@ def test_artifact_of_unknown_paper_is_an_error(manifest: Path, tmp_path: Path) -
     manifest.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match=r"udn/fig2.*'nope'"):
         build_report(manifest, tmp_path / "report.pdf")
+
+
+def test_a_count_is_shown_in_full_and_a_mean_to_significant_digits(tmp_path: Path) -> None:
+    """A leaderboard's cost columns: a parameter count and the settings tried (whole, no n) in full; a mean rank over
+    blocks (with n) and a learned depth (not whole) to three significant digits."""
+    (tmp_path / "ranks.csv").write_text(
+        "row,column,ours,ours_error,n_runs,published,published_error,difference,verdict,p_value,coincides_with,"
+        "partial,standin\nudn,nll rank,2.0,,5,,,,,,,,False\nudn,trained parameters,12345.0,,,,,,,,,,False\n"
+        "udn,settings tried per split,1.0,,,,,,,,,,False\nudn,hidden layers,2.3456,,,,,,,,,,False\n"
+    )
+    table = table_from_csv(tmp_path / "ranks.csv", published=False)
+    assert all(f'"{shown}"' in table for shown in ("2.00", "12,345", "1", "2.35"))
+    assert '"1.00"' not in table and '"12300"' not in table
 
 
 @pytest.mark.parametrize(

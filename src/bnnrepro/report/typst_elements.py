@@ -67,9 +67,20 @@ _TABLE_LEGEND = (
 )
 
 
+def _ours(row: pd.Series) -> str:
+    """Our value as the cell shows it: a whole number that is no mean over runs (no n, no error: a parameter count,
+    the settings tried) in full, with thousands separated; else to significant digits with its error."""
+    if not _present(row["ours"]):
+        return "–"
+    value, no_mean = row["ours"], not _present(row["n_runs"]) and not _present(row["ours_error"])
+    if no_mean and not isinstance(value, str) and float(value).is_integer():
+        return f"{int(value):,}"
+    return _with_error(value, row["ours_error"])
+
+
 def _paper_cell(row: pd.Series) -> str:
     """A cell of the paper-layout table: ours over the published value, filled by whether ours is within its error."""
-    ours = typst_str(_with_error(row["ours"], row["ours_error"]) if _present(row["ours"]) else "–")
+    ours = typst_str(_ours(row))
     if _present(row["n_runs"]):
         runs = typst_str(f" n={int(row['n_runs'])}")
         ours += f" + text(size: 0.8em, fill: luma(90), {runs})"
