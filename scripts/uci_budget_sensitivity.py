@@ -53,7 +53,7 @@ def main() -> None:
             for key, kept in values.items():
                 kept.append(metrics[key])
         cells = [f"{statistics.mean(v):.3f},{statistics.stdev(v) / len(v) ** 0.5:.3f}" for v in values.values()]
-        print(f"{name},{','.join(cells)},{args.splits}", flush=True)
+        print(f'"{name}",{",".join(cells)},{args.splits}', flush=True)  # the name has commas: quoted
 
 
 if __name__ == "__main__":

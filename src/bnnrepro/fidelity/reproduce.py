@@ -44,7 +44,7 @@ class Reproduction:
     differences: list[dict]
     kept_machines: list[str]
     rerun_on: list[str]
-    spread: dict[str, dict[str, float]]
+    spread: dict[str, dict]
     rerun_metrics: pd.DataFrame
 
     def summary(self) -> str:
@@ -168,7 +168,7 @@ def reproduction_sentences(provenance: dict) -> list[str]:
     return sentences
 
 
-def _spread_clause(spread: dict[str, dict[str, float]]) -> str:
+def _spread_clause(spread: dict[str, dict]) -> str:
     """How far apart the reproduction's test metrics are (`relative_differences`), as a clause."""
     typical = float(np.median([values["median"] for values in spread.values()]))
     largest = max(spread, key=lambda metric: spread[metric]["max"])
