@@ -27,8 +27,6 @@ from bnnrepro.aggregate import RUN_FACTS, tidy_metrics
 from bnnrepro.fidelity.collect import commit_of, finished_runs
 from bnnrepro.fidelity.kept_files import METRICS_FILE, PROVENANCE_FILE, REPRODUCTION_FILE, provenance_batches
 from bnnrepro.pipeline.studies import load_study
-from bnnrepro.report.ranking import RANKED_METRICS
-from bnnrepro.report.study_summary import TEST_PREFIX
 
 
 @dataclass(frozen=True)
@@ -95,13 +93,11 @@ def reproduce(tree: Path, study_name: str, scale: str, folder: Path) -> Reproduc
 
 
 def verdict_metrics(study_name: str, recorded: set[str]) -> list[str]:
-    """Of the `recorded` metrics, those a study's verdicts are made from: a benchmark's validation metric and its
-    task's ranked test metrics; for another study, every final test and validation metric (`test_*`, `val_*`)."""
+    """Of the `recorded` metrics, those a study's verdicts are made from: every final test metric (`test_*`), and a
+    benchmark's validation metric (its `select_by`) or, for another study, every final validation metric (`val_*`)."""
     benchmark = load_study(study_name).benchmark
-    if benchmark:
-        ranked = RANKED_METRICS.get(benchmark["task"], {})
-        return [benchmark["select_by"], *(TEST_PREFIX + metric for metric in ranked)]
-    return sorted(metric for metric in recorded if metric.startswith(("test_", "val_")))
+    chosen_by = (benchmark["select_by"],) if benchmark else ("val_",)
+    return sorted(metric for metric in recorded if metric.startswith(("test_", *chosen_by)))
 
 
 def relative_differences(kept: dict[tuple[str, str], float], rerun: dict[tuple[str, str], float]) -> dict[str, dict]:

@@ -395,8 +395,9 @@ _SELECTION_NOTE = (
 _RANKING_NOTE = (
     "Average rank of each method over the datasets (its mean over the replicates, seeds or data splits, where every "
     "method has a result; over the replicates where there is one dataset), 1 = best (n = blocks); the Friedman test "
-    "and the Nemenyi post-hoc test at 0.05 (scikit-posthocs) in the critical-difference diagrams below, with the "
-    "critical difference: methods joined by a bar do not differ significantly."
+    "and, where it rejects at 0.05, the Nemenyi post-hoc test (scikit-posthocs) in the critical-difference diagrams "
+    "below, with the critical difference: methods joined by a bar do not differ significantly (where the Friedman "
+    "test does not reject, one bar joins them all)."
 )
 
 
