@@ -6,6 +6,7 @@ Published numbers and the budget experiment's (its CSVs beside) are not the runs
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -169,7 +170,7 @@ def test_control_heads_with_other_values_fail_the_heteroscedastic_check() -> Non
 
 def machine_fragments(folder: KeptFolder) -> list[str]:
     """'The machine.' finding's phrases, from the kept runs and the record of their reproduction on another CPU."""
-    record = folder.provenance()["reproductions"][0]
+    record = folder.provenance()["reproductions"][-1]
     rmse = record["relative_differences"]["test_rmse_original"]
     method, dataset, *_ = rmse["largest_run"].split("/")
     kept = folder.metrics()
@@ -191,16 +192,28 @@ def test_the_machine_finding_says_what_the_reproduction_record_holds() -> None:
     assert not missing, f"'The machine.' no longer says what the reproduction record holds: {missing}"
 
 
+def with_rerun_changed(folder: KeptFolder, tmp_path: Path, rows: Callable, change: Callable) -> KeptFolder:
+    """A copy of the kept folder (its metrics linked) whose latest reproduction's rerun values at `rows` (a function
+    of the rerun table) are `change`d: a control's record."""
+    copy = tmp_path / "kept"
+    shutil.copytree(folder.path, copy, ignore=shutil.ignore_patterns("metrics.csv"))
+    (copy / "metrics.csv").symlink_to(folder.path / "metrics.csv")
+    record = folder.provenance()["reproductions"][-1]
+    rerun = pd.read_csv(folder.path / record["metrics_file"])
+    chosen = rows(rerun)
+    rerun.loc[chosen, "value"] = change(rerun.loc[chosen, "value"])
+    rerun.to_csv(copy / record["metrics_file"], index=False)
+    return KeptFolder(copy)
+
+
 def test_control_a_rerun_outside_the_splits_spread_fails_the_machine_check(tmp_path: Path) -> None:
     """The same record with the most moved run's rerun RMSE doubled: now outside the splits' spread."""
-    shutil.copytree(KEPT.path, tmp_path / "kept", ignore=shutil.ignore_patterns("metrics.csv"))
-    (tmp_path / "kept" / "metrics.csv").symlink_to(KEPT.path / "metrics.csv")
-    record = KEPT.provenance()["reproductions"][0]
-    rerun = pd.read_csv(KEPT.path / record["metrics_file"])
-    largest = record["relative_differences"]["test_rmse_original"]["largest_run"]
-    rerun.loc[(rerun["run"] == largest) & (rerun["metric"] == "test_rmse_original"), "value"] *= 2
-    rerun.to_csv(tmp_path / "kept" / record["metrics_file"], index=False)
-    assert KeptFolder(tmp_path / "kept").missing_fragments(machine_fragments(KeptFolder(tmp_path / "kept")))
+    largest = KEPT.provenance()["reproductions"][-1]["relative_differences"]["test_rmse_original"]["largest_run"]
+    changed = with_rerun_changed(
+        KEPT, tmp_path, lambda rerun: (rerun["run"] == largest) & (rerun["metric"] == "test_rmse_original"),
+        lambda values: values * 2,
+    )  # fmt: skip
+    assert changed.missing_fragments(machine_fragments(changed))
 
 
 def with_rerun(folder: KeptFolder, record: dict) -> pd.DataFrame:
@@ -252,12 +265,10 @@ def test_the_heteroscedastic_machine_finding_says_what_the_rerun_makes() -> None
 
 def test_control_a_rerun_that_moved_a_mean_fails_the_heteroscedastic_machine_check(tmp_path: Path) -> None:
     """The record with the rerun's test NLL of the deep ensemble on yacht raised by a tenth: a mean moves further."""
-    shutil.copytree(HETEROSCEDASTIC.path, tmp_path / "kept", ignore=shutil.ignore_patterns("metrics.csv"))
-    (tmp_path / "kept" / "metrics.csv").symlink_to(HETEROSCEDASTIC.path / "metrics.csv")
-    record = HETEROSCEDASTIC.provenance()["reproductions"][-1]
-    rerun = pd.read_csv(HETEROSCEDASTIC.path / record["metrics_file"])
-    moved = rerun["run"].str.startswith("deep_ensemble/uci_yacht/") & (rerun["metric"] == "test_nll_original")
-    rerun.loc[moved, "value"] += 0.1
-    rerun.to_csv(tmp_path / "kept" / record["metrics_file"], index=False)
-    changed = KeptFolder(tmp_path / "kept")
+    changed = with_rerun_changed(
+        HETEROSCEDASTIC, tmp_path,
+        lambda rerun: rerun["run"].str.startswith("deep_ensemble/uci_yacht/")
+        & (rerun["metric"] == "test_nll_original"),
+        lambda values: values + 0.1,
+    )  # fmt: skip
     assert changed.missing_fragments(heteroscedastic_machine_fragments(changed))
