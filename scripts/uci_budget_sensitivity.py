@@ -3,8 +3,12 @@ splits of one set, trained at the benchmark's protocol (40 epochs, a validation 
 (no holdout; 400 epochs, the 10x of Gal & Ghahramani's 2018 update; both). Prints a CSV of test NLL and RMSE in the
 targets' units, mean and standard error over the splits.
 
+    ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 \\
     python scripts/uci_budget_sensitivity.py uci_yacht results/data/uci_yacht.npz --method mc_dropout \\
         --override method.dropout=0.01 --splits 5
+
+Its runs use the committed batches' `cpu_arithmetic: portable` (README), whose variables must be set before Python
+starts, as above; without them the first run stops and names them.
 """
 
 from __future__ import annotations
@@ -46,8 +50,9 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as run_dir:
                 overrides = [
                     f"method={args.method}", *args.override, f"dataset={args.dataset}", f"dataset.split={split}",
-                    f"seed={split}", "optim.lr=0.01", "scale=paper", f"dataset.path='{args.data.resolve()}'",
-                    f"run_dir={run_dir}", *protocol_override(args.dataset, "paper"), *variant,
+                    f"seed={split}", "optim.lr=0.01", "scale=paper", "cpu_arithmetic=portable",
+                    f"dataset.path='{args.data.resolve()}'", f"run_dir={run_dir}",
+                    *protocol_override(args.dataset, "paper"), *variant,
                 ]  # fmt: skip
                 metrics = train(compose_config(overrides), RunFolder(Path(run_dir)))["metrics"]
             for key, kept in values.items():
