@@ -1,5 +1,6 @@
 """Where a built tree's wall time went: its jobs by rule and, for training, by study, with the seconds each study's
-runs spent training (the `train_seconds` of their metrics.json) against their jobs' wall time.
+runs spent training (the `train_seconds` of their metrics.json) against their jobs' wall time. A run that several
+studies plan (one run folder) counts for the first of them in name order.
 
 Reads the start and end time Snakemake records for every output (.snakemake/metadata/); a job with several outputs
 (the same `job_hash`) counts once, from its earliest start to its latest end. The DAG's wall time is from the first
@@ -16,6 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from bnnrepro.layout import RUN_METRICS, parse_run_path
+from bnnrepro.pipeline.studies import available_studies, load_study
+from bnnrepro.train_configs import SCALES
 
 
 def recorded_jobs(project: Path) -> list[dict]:
@@ -57,10 +60,13 @@ def main() -> None:
             f"{rule:22s} {len(seconds):5d} {sum(seconds):8.1f} {sum(seconds) / len(seconds):7.2f} {max(seconds):7.1f}"
         )
     studies = defaultdict(lambda: {"runs": 0, "wall": 0.0, "train": 0.0, "longest": (0.0, "")})
+    planned_by = {}
+    for name in reversed(available_studies()):
+        planned_by.update({run.folder: name for scale in SCALES for run in load_study(name).runs(scale)})
     for job in (j for j in jobs if j["rule"] == "train"):
         metrics = next(o for o in job["outputs"] if o.endswith(RUN_METRICS))
         run = parse_run_path(metrics)
-        study = studies[run.study_folder.name]
+        study = studies[planned_by.get(str(run.folder), "(no study plans it now)")]
         seconds = job["end"] - job["start"]
         study["runs"] += 1
         study["wall"] += seconds

@@ -16,7 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bnnrepro.layout import RUN_METRICS, study_folder  # noqa: E402
+from bnnrepro.layout import RUN_METRICS  # noqa: E402
+from bnnrepro.pipeline.studies import load_study  # noqa: E402
 from tests.conftest import copy_project, environment  # noqa: E402
 
 
@@ -31,7 +32,7 @@ def main() -> None:
         started = time.perf_counter()
         subprocess.run(command, cwd=project, env=environment(project), check=True, capture_output=True)
         elapsed = time.perf_counter() - started
-        jobs = len(list((project / study_folder(args.scale, "udn_spirals")).rglob(RUN_METRICS)))
+        jobs = sum((project / run.file(RUN_METRICS)).is_file() for run in load_study("udn_spirals").runs(args.scale))
     print(f"udn_spirals at {args.scale} scale on {args.cores} cores ({os.cpu_count()} present): "
           f"{elapsed:.0f} s for {jobs} training jobs and the report")  # fmt: skip
 

@@ -22,19 +22,19 @@ from tests.conftest import ROOT, environment
 
 @pytest.fixture(scope="session")  # not "module": an xdist worker may run other modules' tests between these
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """results/<scale>/<study>/runs/<method>/sdebnn_toy/default/seed=0 of an SDE-BNN and an ODEnet, trained
+    """results/<scale>/runs/<method>/sdebnn_toy/default/seed=0 of an SDE-BNN and an ODEnet, trained
     for a few epochs and evaluated."""
     root = tmp_path_factory.mktemp("toy")
     data = root / "seed=0.npz"
     generate_instance("sdebnn_toy", "seed=0", data)
     for method in ("sdebnn", "odenet"):
-        run_dir = root / f"results/smoke/study/runs/{method}/sdebnn_toy/default/seed=0"
+        run_dir = root / f"results/smoke/runs/{method}/sdebnn_toy/default/seed=0"
         train = [sys.executable, "-m", "bnnrepro.train", f"method={method}", "dataset=sdebnn_toy", "scale=smoke",
                  f"dataset.path='{data}'", f"run_dir='{run_dir}'"]  # fmt: skip
         evaluate = [sys.executable, "-m", "bnnrepro.evaluations", str(run_dir), "toy_paths", str(run_dir / "eval.npz")]
         for command in (train, evaluate):
             subprocess.run(command, env=environment(ROOT), check=True, capture_output=True)
-    return root / "results/smoke/study/runs"
+    return root / "results/smoke/runs"
 
 
 def test_regression_runs_report_the_rmse_of_the_predictive_mean(runs: Path) -> None:

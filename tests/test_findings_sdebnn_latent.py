@@ -2,7 +2,7 @@
 kept runs, computed again from them (metrics.csv, claims.csv, provenance.json): a new batch cannot leave the prose
 behind (the control: the same check on kept files with other values fails).
 
-The gradient variances are in the runs' evaluation files (results/paper/sdebnn_latent/runs/.../eval/
+The gradient variances are in the runs' evaluation files (results/paper/runs/.../eval/
 gradient_variance.npz), which are not committed; the kept folder has only the claim's evidence, each seed's ratio at
 the last checkpoint to one decimal. So the prose's last-checkpoint ratios (the range over seeds, the drift-only
 estimator's largest, seed 0's) are checked against that evidence everywhere, and every ratio (each checkpoint's range,
@@ -30,7 +30,8 @@ from bnnrepro.artifacts.claims.sdebnn_latent import ROUGHLY_4, stl_reduces_gradi
 from bnnrepro.artifacts.context import ArtifactContext
 from bnnrepro.artifacts.sdebnn_latent import STUDY, gradient_variances
 from bnnrepro.files import RUN_RESULT, read_json
-from bnnrepro.layout import RUN_METRICS, evaluation_file, parse_run_path, run_file
+from bnnrepro.layout import RUN_METRICS, evaluation_file, parse_run_path
+from bnnrepro.pipeline.studies import load_study
 from tests.conftest import ROOT
 from tests.findings_helpers import KeptFolder, findings_text, listed, number_word, span
 
@@ -132,7 +133,8 @@ def kept_run_files(metrics: pd.DataFrame) -> list[Path] | None:
     metrics.csv's (the run files are the kept batch's); else None."""
     rows = metrics[(metrics["method"] == METHOD) & (metrics["metric"] == "train_seconds")]
     seconds = rows.sort_values(["epochs", "seed"])  # by seed within a checkpoint, as the ratios' columns
-    files = [ROOT / run_file(evaluation_file("gradient_variance"), "paper", STUDY, run) for run in seconds["run"]]
+    folders = {run.id: run for run in load_study(STUDY).runs("paper")}
+    files = [ROOT / folders[run].file(evaluation_file("gradient_variance")) for run in seconds["run"]]
     if not all(path.exists() for path in files):
         return None
     recorded = [read_json(parse_run_path(path).sibling(RUN_METRICS), RUN_RESULT)["train_seconds"] for path in files]

@@ -3,6 +3,7 @@ layout names, and the DVC stages cache its folders."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,9 @@ def test_a_run_file_round_trips_through_the_parser() -> None:
         for name in (*run_files, layout.evaluation_file(EVALUATION)):
             for prefix in (Path(), Path("/tmp/clone")):
                 parsed = layout.parse_run_path(prefix / study_run.file(name))
-                assert parsed.run == study_run.id and parsed.file == name
+                assert parsed.run == study_run.folder_name and parsed.run_id == study_run.id and parsed.file == name
                 assert parsed.folder == prefix / study_run.folder
-                assert parsed.study_folder == prefix / layout.study_folder("smoke", STUDY)
+                assert parsed.scale_folder == prefix / layout.RESULTS / "smoke"
                 assert parsed.sibling(layout.RUN_METRICS) == prefix / study_run.file(layout.RUN_METRICS)
     assert layout.parse_run_path(runs[0].folder).file == ""
 
@@ -36,10 +37,23 @@ def test_a_run_file_round_trips_through_the_parser() -> None:
 def test_a_run_id_is_its_method_dataset_hyperparameters_and_seed() -> None:
     run_id = layout.run_id("udn", "spirals", "omega=2+lr=0.005", 3)
     assert run_id == "udn/spirals/omega=2+lr=0.005/seed=3"
-    assert layout.parse_run_path(layout.run_file(layout.RUN_CONFIG, "paper", "udn_spirals", run_id)).run == run_id
+    folder_name = layout.run_folder_name(run_id, "0123abcd")
+    assert folder_name == "udn~0123abcd/spirals/omega=2+lr=0.005/seed=3"
+    assert layout.parse_run_path(layout.run_file(layout.RUN_CONFIG, "paper", folder_name)).run_id == run_id
 
 
-@pytest.mark.parametrize("path", ["results/smoke/udn_spirals/metrics.csv", "results/smoke/s/runs/udn/spirals/x"])
+def test_a_run_folder_is_named_by_the_variants_overrides_not_by_the_study() -> None:
+    """Two studies that give a method variant the same overrides plan the same run folder whatever their names; other
+    overrides under the same variant name plan another (the control)."""
+    study = load_study("udn_spirals")
+    renamed = dataclasses.replace(study, name="spirals_again")
+    assert [run.folder for run in renamed.runs("smoke")] == [run.folder for run in study.runs("smoke")]
+    assert all(run.folder.startswith("results/smoke/runs/") for run in study.runs("smoke"))
+    other = dataclasses.replace(study, common={"optim.weight_decay": 0.001})
+    assert not {run.folder for run in other.runs("smoke")} & {run.folder for run in study.runs("smoke")}
+
+
+@pytest.mark.parametrize("path", ["results/smoke/udn_spirals/metrics.csv", "results/smoke/runs/udn~0123abcd/spirals/x"])
 def test_a_path_outside_a_run_folder_is_named(path: str) -> None:
     with pytest.raises(ValueError, match=f"{path} is not in a run folder"):
         layout.parse_run_path(path)
@@ -51,8 +65,8 @@ def test_evaluation_files_name_their_evaluation() -> None:
 
 
 def test_without_values_the_layout_gives_snakemake_patterns() -> None:
-    assert layout.run_file(layout.RUN_METRICS) == "results/{scale}/{study}/runs/{run}/metrics.json"
-    assert layout.run_file(layout.evaluation_file()) == "results/{scale}/{study}/runs/{run}/eval/{evaluation}.npz"
+    assert layout.run_file(layout.RUN_METRICS) == "results/{scale}/runs/{run}/metrics.json"
+    assert layout.run_file(layout.evaluation_file()) == "results/{scale}/runs/{run}/eval/{evaluation}.npz"
     assert report_files.artifact_files("table") == {e: f"reports/tables/{{stem}}.{e}" for e in ("csv", "md", "tex")}
 
 

@@ -67,7 +67,7 @@ def test_the_jobs_ran_as_children_of_the_job_server(built: Path) -> None:
     the server is ready (the first data jobs, a few seconds) run as plain processes, and none is refused."""
     log = (built.parent / "first_run_job_server.log").read_text()
     training = re.findall(r"^job (\d+): python -m bnnrepro\.train ", log, flags=re.M)
-    runs = list((built / "results/smoke").glob(f"*/runs/**/{layout.RUN_METRICS}"))
+    runs = list((built / "results/smoke/runs").glob(f"**/{layout.RUN_METRICS}"))
     assert len(runs) > 100 and len(training) >= 0.9 * len(runs)
     assert "refused" not in log
     assert all(f"job {pid}: exit status 0" in log for pid in training)
@@ -246,7 +246,12 @@ def test_a_drawing_job_reads_no_file_it_does_not_declare(built: Path, tmp_path: 
     assert len(undeclared) == len(drawing) and not any(undeclared.values()), undeclared
 
 
-SPIRALS_RUN = "results/smoke/udn_spirals/runs/udn/spirals/omega=2+lr=0.01/seed=0"
+def planned_run(study: str, run_id: str, scale: str = "smoke") -> str:
+    """The folder of a study's run (its name has the digest of the run's method variant: bnnrepro.layout)."""
+    return next(run.folder for run in load_study(study).runs(scale) if run.id == run_id)
+
+
+SPIRALS_RUN = planned_run("udn_spirals", "udn/spirals/omega=2+lr=0.01/seed=0")
 
 
 @contextmanager
@@ -301,7 +306,7 @@ def test_truncated_run_results_are_named_with_their_fix(built: Path, tmp_path: P
     shutil.copytree(built, project, symlinks=True)
     damaged = [
         f"{SPIRALS_RUN}/metrics.json",
-        "results/smoke/sdebnn_toy/runs/sdebnn/sdebnn_toy/lr=0.001/seed=0/checkpoint.pt",
+        f"{planned_run('sdebnn_toy', 'sdebnn/sdebnn_toy/lr=0.001/seed=0')}/checkpoint.pt",
     ]
     for name in damaged:
         (project / name).write_bytes((project / name).read_bytes()[:-40])
@@ -344,8 +349,9 @@ def test_a_study_at_another_scale_joins_the_smoke_report_and_retrains_nothing_el
     planned = run(["snakemake", "-n", "--config", with_tiny, "study_scales={tiny: default, udn_spirals: default}"],
                   project).stdout  # fmt: skip
     trained = planned_outputs(planned, "train")
-    assert trained and all(path.startswith("results/default/") for path in trained)
-    assert {path.split("/")[2] for path in trained} == {"tiny", "udn_spirals"}  # results/<scale>/<study>/runs/...
+    spirals = {run.file(layout.RUN_METRICS) for run in load_study("udn_spirals").runs("default")}
+    assert spirals < set(trained) and len(trained) == len(spirals) + 1  # and tiny's one run
+    assert all(path.startswith("results/default/runs/") for path in trained)
 
     run(["snakemake", "--cores", "2", "--config", with_tiny, "study_scales={tiny: default}"], project)
     assert (project / layout.study_metrics_file("default", "tiny")).is_file()
@@ -361,6 +367,27 @@ def test_a_study_at_another_scale_joins_the_smoke_report_and_retrains_nothing_el
 
     back = scheduled_jobs(run(["snakemake", "-n"], project).stdout)
     assert "train" not in back and "evaluate" not in back
+
+
+def test_a_renamed_study_retrains_nothing_and_other_overrides_retrain_it(built: Path, tmp_path: Path) -> None:
+    """A run's folder is named by its variant's overrides, not by its study (bnnrepro.layout): the UDN spirals study
+    under another name plans no training or evaluation, only its aggregation and drawing; the same study with one
+    more override in `common` (the control) plans every one of its runs again."""
+    project = tmp_path / "project"
+    shutil.copytree(built, project, symlinks=True)
+    studies = yaml.safe_load((project / "config/config.yaml").read_text())["studies"]
+    renamed = f"studies=[{','.join('spirals_renamed' if s == 'udn_spirals' else s for s in studies)}]"
+    spirals = yaml.safe_load((project / "config/studies/udn_spirals.yaml").read_text())
+
+    (project / "config/studies/spirals_renamed.yaml").write_text(yaml.safe_dump(spirals))
+    planned = scheduled_jobs(run(["snakemake", "-n", "--config", renamed], project).stdout)
+    assert "train" not in planned and "evaluate" not in planned
+    assert planned["aggregate"] == 1 and planned["draw_spirals_renamed"] == 1
+
+    changed = {**spirals, "common": {**spirals.get("common", {}), "optim.weight_decay": 0.0}}
+    (project / "config/studies/spirals_renamed.yaml").write_text(yaml.safe_dump(changed))
+    planned = scheduled_jobs(run(["snakemake", "-n", "--config", renamed], project).stdout)
+    assert planned["train"] == len(load_study("udn_spirals").runs("smoke"))
 
 
 def test_fidelity_collect_keeps_each_claim_and_table_of_a_built_tree(built: Path, tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def test_a_method_code_change_reruns_exactly_the_runs_and_evaluations_that_run_i
             for run in load_study(name).runs("smoke")]  # fmt: skip
     running = {run.folder for run in runs if edited in job_code(run)}
     by_folder = {run.folder: run for run in runs}
-    evaluations = [p.relative_to(built) for p in built.glob(f"results/smoke/*/runs/**/{layout.EVALUATIONS}/*.npz")]
+    evaluations = [p.relative_to(built) for p in built.glob(f"results/smoke/runs/**/{layout.EVALUATIONS}/*.npz")]
     evaluating = {str(p) for p in evaluations if edited in job_code(by_folder[str(p.parent.parent)], p.stem)}
     naming = [p for p in (built / layout.INPUT_LISTS).glob("*.txt") if f"  {edited}\n" in p.read_text()]
     path = built / edited
@@ -132,7 +132,7 @@ def test_an_edited_evaluation_reruns_only_its_own_jobs(built: Path) -> None:
         declaration.write_text(original)
         os.utime(declaration, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     toy_paths = {
-        str(p.relative_to(built)) for p in built.glob(f"results/smoke/*/runs/**/{layout.EVALUATIONS}/toy_paths.npz")
+        str(p.relative_to(built)) for p in built.glob(f"results/smoke/runs/**/{layout.EVALUATIONS}/toy_paths.npz")
     }
     assert toy_paths and set(planned_outputs(planned, "evaluate")) == toy_paths
     assert "train" not in scheduled_jobs(planned)

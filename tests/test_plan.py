@@ -14,7 +14,7 @@ import yaml
 from bnnrepro import layout
 from bnnrepro.paths import project_root
 from bnnrepro.pipeline.plan import EXECUTION_SETTINGS, Plan, PlanError
-from bnnrepro.pipeline.studies import load_study
+from bnnrepro.pipeline.studies import StudyError, load_study
 from bnnrepro.report import files as report_files
 from tests.conftest import copy_project
 
@@ -49,8 +49,8 @@ def test_every_file_a_planned_job_reads_is_a_source_or_a_planned_result(smoke_pl
     """Training, evaluation and drawing jobs read source files (code, configs) or results of other planned jobs: a
     file neither is would be an input no job makes."""
     results = set(smoke_plan.result_files())
-    for study, run in smoke_plan.runs.values():
-        wildcards = SimpleNamespace(scale="smoke", study=study.name, run=run.id)
+    for _, run in smoke_plan.runs.values():
+        wildcards = SimpleNamespace(scale="smoke", run=run.folder_name)
         assert smoke_plan.run_data(wildcards) in results
         assert smoke_plan.train_code(wildcards) in results  # an input list, made by rule input_list
         listed = smoke_plan.listed_files(SimpleNamespace(name=Path(smoke_plan.train_code(wildcards)).stem))
@@ -86,11 +86,9 @@ def test_a_configuration_it_cannot_plan_is_named(changes: dict, named: str) -> N
 
 
 def test_a_run_the_plan_does_not_have_says_why_and_how_to_list_the_runs(smoke_plan: Plan) -> None:
-    study = next(iter(smoke_plan.studies))
     cases = [
-        (SimpleNamespace(scale="smoke", study="nope", run="r"), "is not among config 'studies'"),
-        (SimpleNamespace(scale="paper", study=study, run="r"), "runs at scale 'smoke'"),
-        (SimpleNamespace(scale="smoke", study=study, run="r"), "has no run 'r'"),
+        (SimpleNamespace(scale="paper", run="udn~0123abcd/spirals/default/seed=0"), "no study runs at scale 'paper'"),
+        (SimpleNamespace(scale="smoke", run="udn~0123abcd/spirals/default/seed=0"), "has this run in its grid"),
     ]
     for wildcards, why in cases:
         with pytest.raises(PlanError) as error:
@@ -98,6 +96,31 @@ def test_a_run_the_plan_does_not_have_says_why_and_how_to_list_the_runs(smoke_pl
         assert why in str(error.value) and "python -m bnnrepro.fidelity targets" in str(error.value)
     with pytest.raises(PlanError, match="no job of this DAG reads that input list"):
         smoke_plan.listed_files(SimpleNamespace(name="train_code-0000"))
+
+
+def test_two_studies_that_plan_one_run_folder_with_other_overrides_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Studies share a run folder where they plan the same run (bnnrepro.layout); grid keys that end alike
+    (`train.epochs`, `method.epochs`) give one folder name to two different runs, which the plan refuses, naming
+    both studies and the fix. The control: the same grids under one key share the folder."""
+    project = copy_project(tmp_path / "project", dag_record=False)
+    monkeypatch.setenv("BNNREPRO_ROOT", str(project))
+    grid = "paper: own\ngrids:\n  main: {{method: [mc_dropout], dataset: [uci_yacht], {key}: [3], seed: [0]}}\n"
+    (project / "config/studies/first.yaml").write_text(grid.format(key="train.epochs"))
+    config = workflow_config(scale="smoke", studies=["first", "second"])
+    (project / "config/studies/second.yaml").write_text(grid.format(key="train.epochs"))
+    load_study.cache_clear()
+    assert len(Plan.build(config, check_study_overrides=False).runs) == 1
+    (project / "config/studies/second.yaml").write_text(grid.format(key="method.epochs"))
+    load_study.cache_clear()
+    with pytest.raises(PlanError, match="studies first and second both plan this run folder with other overrides"):
+        Plan.build(config, check_study_overrides=False)
+
+
+def test_a_study_named_like_the_run_folders_is_refused() -> None:
+    with pytest.raises(StudyError, match="config/studies/runs.yaml: a study cannot be called 'runs'"):
+        load_study("runs")
 
 
 def test_building_a_plan_writes_no_file() -> None:

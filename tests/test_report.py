@@ -282,7 +282,7 @@ def test_the_recorded_command_of_a_batch_with_thousands_of_targets_lets_every_jo
     whose environment holds a string over 128 KiB, so the benchmark's 2,100-target rerun command, recorded whole,
     stopped the workflow before its first job (the control below); the record keeps the options, the first and last
     targets and the trailing --config, and counts the targets it leaves out."""
-    targets = [f"results/paper/uci_benchmark/runs/mfvi/uci_wine/split={i}+noise_precision=25.0/seed={i}/metrics.json"
+    targets = [f"results/paper/runs/mfvi~0123abcd/uci_wine/split={i}+noise_precision=25.0/seed={i}/metrics.json"
                for i in range(2100)]  # fmt: skip
     argv = ["snakemake", "--cores", "2", "--keep-going", *targets, "--config", "study_scales={uci_benchmark: paper}"]
     record = invocation_record(argv)

@@ -35,7 +35,7 @@ from bnnrepro.evaluations.declarations import declared_evaluations
 from bnnrepro.evaluations.inputs import EvaluationInputs
 from bnnrepro.evaluations.ood_detection import ENTROPY_EVALUATION, evaluation_arrays, ood_images
 from bnnrepro.inference.gaussian_moments import Moments
-from bnnrepro.layout import evaluation_file, run_file
+from bnnrepro.layout import evaluation_file, run_file, run_folder_name
 from bnnrepro.methods import build_method
 from bnnrepro.metrics import predictive_entropy
 from bnnrepro.models.moment_layers import GaussianAffine, LayerShape
@@ -217,9 +217,8 @@ def eval_files(tmp_path: Path, values: dict[tuple[str, str, int], tuple[float, f
         labels = np.zeros(100, dtype=np.int64)
         probs = np.tile([0.9, 0.1], (100, 1))
         probs[: int(round(error)), :] = [0.1, 0.9]  # error% of the inputs predicted as class 1
-        path = tmp_path / run_file(
-            evaluation_file(ENTROPY_EVALUATION), "smoke", STUDY, f"{method}/{dataset}/h/seed={seed}"
-        )
+        folder_name = run_folder_name(f"{method}/{dataset}/h/seed={seed}", "0123abcd")
+        path = tmp_path / run_file(evaluation_file(ENTROPY_EVALUATION), "smoke", folder_name)
         path.parent.mkdir(parents=True)
         np.savez(path, test_probabilities=probs, test_labels=labels, ood_ecdf_auc=np.asarray(auc))
         paths.append(path)

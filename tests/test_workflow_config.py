@@ -113,12 +113,14 @@ def test_a_method_paired_with_data_it_cannot_take_is_named_before_any_job(projec
 
 
 def test_a_run_the_grid_does_not_have_is_named_with_how_to_list_the_runs(project: Path) -> None:
-    target = "results/smoke/udn_spirals/runs/udn/spirals/omega=99+lr=0.01/seed=0/metrics.json"
+    planned = load_study("udn_spirals").runs("smoke")[0]
+    target = planned.file(layout.RUN_METRICS).replace("omega=2+", "omega=99+")
     result = run(["snakemake", "-n", target, "--config", "scale=smoke", "studies=[udn_spirals]"], project, check=False)
     message = result.stdout + result.stderr
     assert result.returncode != 0 and "KeyError" not in message
-    assert "its grid at 'smoke' has no run 'udn/spirals/omega=99+lr=0.01/seed=0'" in message
-    assert "python -m bnnrepro.fidelity targets udn_spirals --scale smoke` lists them" in message
+    assert f"{Path(target).parent}: not a run of this workflow" in message
+    assert "no enabled study (udn_spirals) has this run in its grid at 'smoke'" in message
+    assert "python -m bnnrepro.fidelity targets STUDY --scale smoke` lists a study's" in message
 
 
 def test_a_second_downloads_block_is_named_with_the_fix(project: Path) -> None:

@@ -2,14 +2,15 @@
 
 Paths are relative to the project root (the Snakemake working directory). A function called with values
 returns a concrete path; its defaults are Snakemake wildcards, so the same function called without them
-returns the pattern a rule declares (`run_folder()` is `results/{scale}/{study}/runs/{run}`).
+returns the pattern a rule declares (`run_folder()` is `results/{scale}/runs/{run}`).
 
     data/raw/<download>/                        a download's raw files (DVC stage data/dvc.yaml:fetch@<download>)
     results/data/<download>.npz                 a download prepared for its loader ...
     results/data/<download>-standin.npz         ... and its offline stand-in (below the `paper` scale)
     results/data/<dataset>/<k>=<v>+...+seed=<seed>.npz    an instance of a generated dataset
-    results/<scale>/<study>/runs/<method>/<dataset>/<hparams>/seed=<seed>/    a training run:
-        config.yaml, metrics.json, checkpoint.pt, train.log, resume.pt (while it runs), eval/<evaluation>.npz
+    results/<scale>/runs/<variant>~<digest>/<dataset>/<hparams>/seed=<seed>/    a training run, shared by every
+        study that plans it (the digest is of the method variant's overrides: `run_id`): config.yaml, metrics.json,
+        checkpoint.pt, train.log, resume.pt (while it runs), eval/<evaluation>.npz
     results/<scale>/<study>/metrics.csv         the study's tidy metrics
     results/<scale>/report_manifest.json        what the report shows, with provenance
     results/<scale>/timestamps.json             the results' recorded time order (bnnrepro.pipeline.result_timestamps)
@@ -88,7 +89,7 @@ def study_folder(scale: str = "{scale}", study: str = "{study}") -> str:
 
 
 def run_id(method: str, dataset: str, hparams: str, seed: int) -> str:
-    """A run's id, its folder below the study's `runs/`: '<method>/<dataset>/<hparams>/seed=<seed>'."""
+    """A run's id within its study (the `run` of its tidy metrics): '<method>/<dataset>/<hparams>/seed=<seed>'."""
     return f"{method}/{dataset}/{hparams}/seed={seed}"
 
 
@@ -97,13 +98,26 @@ def run_method(run_id: str) -> str:
     return run_id.split("/", 1)[0]
 
 
-def run_folder(scale: str = "{scale}", study: str = "{study}", run: str = "{run}") -> str:
-    return f"{study_folder(scale, study)}/{RUNS}/{run}"
+VARIANT_DIGEST = "~"
+"""Between a method variant's name and the digest of its overrides in a run folder's name."""
 
 
-def run_file(name: str, scale: str = "{scale}", study: str = "{study}", run: str = "{run}") -> str:
+def run_folder_name(run_id: str, variant_digest: str) -> str:
+    """A run's folder below `results/<scale>/runs/`: its id with the digest of its method variant's overrides after the
+    variant's name, so that studies planning the same run (same variant overrides, dataset, hyperparameters and seed)
+    share its folder whatever they are called, and studies giving one variant name other overrides do not."""
+    variant, rest = run_id.split("/", 1)
+    return f"{variant}{VARIANT_DIGEST}{variant_digest}/{rest}"
+
+
+def run_folder(scale: str = "{scale}", run: str = "{run}") -> str:
+    """A run's folder (`run`: its `run_folder_name`)."""
+    return f"{RESULTS}/{scale}/{RUNS}/{run}"
+
+
+def run_file(name: str, scale: str = "{scale}", run: str = "{run}") -> str:
     """A file of a run folder: one of the RUN_* names, or an `evaluation_file`."""
-    return f"{run_folder(scale, study, run)}/{name}"
+    return f"{run_folder(scale, run)}/{name}"
 
 
 def evaluation_file(evaluation: str = "{evaluation}") -> str:
@@ -119,15 +133,21 @@ def evaluation_name(name: str) -> str | None:
 
 @dataclass(frozen=True)
 class RunPath:
-    """A path in a run folder, split into the folder that holds the study's runs, the run id and the file."""
+    """A path in a run folder, split into the scale's folder that holds `runs/`, the run folder's name and the file."""
 
-    study_folder: Path
-    run: str
+    scale_folder: Path
+    run: str  # the run folder's name (`run_folder_name`)
     file: str  # relative to the run folder; '' for the folder itself
 
     @property
     def folder(self) -> Path:
-        return self.study_folder / RUNS / self.run
+        return self.scale_folder / RUNS / self.run
+
+    @property
+    def run_id(self) -> str:
+        """The run's id in its studies (`run_id`): the folder's name without the variant's digest."""
+        variant, rest = self.run.split("/", 1)
+        return f"{variant.rsplit(VARIANT_DIGEST, 1)[0]}/{rest}"
 
     def sibling(self, name: str) -> Path:
         """Another file of the same run folder."""
@@ -144,8 +164,8 @@ def parse_run_path(path: str | Path) -> RunPath:
         if part == RUNS and len(parts) >= i + 5 and _SEED_FOLDER.fullmatch(parts[i + 4]):
             return RunPath(Path(*parts[:i]), "/".join(parts[i + 1 : i + 5]), "/".join(parts[i + 5 :]))
     raise ValueError(
-        f"{path} is not in a run folder: expected .../{RUNS}/<method>/<dataset>/<hparams>/seed=<seed>[/<file>], "
-        "as bnnrepro.layout.run_file names it"
+        f"{path} is not in a run folder: expected "
+        f".../{RUNS}/<variant>~<digest>/<dataset>/<hparams>/seed=<seed>[/<file>], as bnnrepro.layout.run_file names it"
     )
 
 

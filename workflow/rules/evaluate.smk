@@ -13,7 +13,7 @@ rule evaluate:
     output:
         layout.run_file(layout.evaluation_file()),
     log:
-        layout.log_file("evaluate", "{scale}/{study}/{run}/{evaluation}"),
+        layout.log_file("evaluate", "{scale}/{run}/{evaluation}"),
     wildcard_constraints:
         scale=SCALE_NAMES,
         evaluation="[a-z0-9_]+",
@@ -26,5 +26,5 @@ rule evaluate:
     params:
         data=PLAN.evaluation_data_arguments,
     shell:
-        "python -m bnnrepro.pipeline.job_server run bnnrepro.evaluations 'results/{wildcards.scale}/{wildcards.study}/runs/{wildcards.run}' "
+        "python -m bnnrepro.pipeline.job_server run bnnrepro.evaluations 'results/{wildcards.scale}/runs/{wildcards.run}' "
         "{wildcards.evaluation} '{output}' {params.data} > '{log}' 2>&1"

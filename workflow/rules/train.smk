@@ -1,4 +1,5 @@
-# Training: one job per (study, method, dataset, hyperparameters, seed), in its own run folder. Its inputs are the
+# Training: one job per (method variant, dataset, hyperparameters, seed), in its own run folder, which every study that
+# plans the run shares (bnnrepro.layout: the folder names the variant's overrides, not the study). Its inputs are the
 # data, the code it runs and the config/train files it composes, so that editing any of them reruns it. The device
 # and the thread count are a resource and the job's threads, not params: they say where a run computes, not what,
 # so changing them reruns nothing (a params change would). The run's train.log is no declared output, like resume.pt:
@@ -16,7 +17,7 @@ rule train:
         config=layout.run_file(layout.RUN_CONFIG),
         checkpoint=layout.run_file(layout.RUN_CHECKPOINT),
     log:
-        layout.log_file("train", "{scale}/{study}/{run}"),
+        layout.log_file("train", "{scale}/{run}"),
     wildcard_constraints:
         scale=SCALE_NAMES,
     conda:

@@ -27,7 +27,7 @@ class ArtifactContext:
         study's `sensitivity_*` grids left out, as in `metrics` (`python -m bnnrepro.fidelity collect` hands over
         every kept run's files)."""
         left_out = self._sensitivity_runs
-        by_run = {parse_run_path(path).run: path for path in self.run_files}
+        by_run = {parse_run_path(path).run_id: path for path in self.run_files}
         return {run_id: path for run_id, path in by_run.items() if run_id not in left_out}
 
     def uses_standin(self) -> bool:

@@ -130,8 +130,19 @@ class Plan(DataJobInputs, RunResults, DrawingJobs):
 
     @cached_property
     def runs(self) -> dict[str, tuple[Study, Run]]:
-        """{run folder: (study, run)} of every run of the enabled studies at their scales."""
-        return {run.folder: (study, run) for study in self.studies.values() for run in self.study_runs(study)}
+        """{run folder: (study, run)} of every run of the enabled studies at their scales; a folder that two studies
+        plan is one run (the first study's), and it must compose the same overrides in both."""
+        runs: dict[str, tuple[Study, Run]] = {}
+        for study in self.studies.values():
+            for run in self.study_runs(study):
+                other, planned = runs.setdefault(run.folder, (study, run))
+                if other is not study and other.overrides(planned) != study.overrides(run):
+                    raise PlanError(
+                        f"{run.folder}: studies {other.name} and {study.name} both plan this run folder with other "
+                        f"overrides ({' '.join(other.overrides(planned))} against {' '.join(study.overrides(run))}): "
+                        "their grids name different keys that end alike; rename the method variant in one of them"
+                    )
+        return runs
 
     @property
     def real_data(self) -> object:
@@ -143,23 +154,19 @@ class Plan(DataJobInputs, RunResults, DrawingJobs):
         return [name for name, study in self.studies.items() if study.is_own]
 
     def run_of(self, wildcards) -> tuple[Study, Run]:
-        """(study, run) of a job's wildcards (`scale`, `study`, `run`); a folder that is no run of this DAG is an
-        error that says why."""
-        folder = layout.run_folder(wildcards.scale, wildcards.study, wildcards.run)
+        """(study, run) of a job's wildcards (`scale`, `run`: the run folder's name); a folder that is no run of this
+        DAG is an error that says why."""
+        folder = layout.run_folder(wildcards.scale, wildcards.run)
         if folder in self.runs:
             return self.runs[folder]
-        if wildcards.study not in self.studies:
-            why = f"study {wildcards.study!r} is not among config 'studies' ({', '.join(self.studies)})"
-        elif wildcards.scale != self.scale(wildcards.study):
-            scale = self.scale(wildcards.study)
-            why = f"study {wildcards.study!r} runs at scale {scale!r} (config 'scale', 'study_scales')"
+        scales = sorted({self.scale(name) for name in self.studies})
+        if wildcards.scale not in scales:
+            why = f"no study runs at scale {wildcards.scale!r} (config 'scale', 'study_scales': {', '.join(scales)})"
         else:
-            why = (
-                f"its grid at {wildcards.scale!r} has no run {wildcards.run!r} (config/studies/{wildcards.study}.yaml)"
-            )
+            why = f"no enabled study ({', '.join(self.studies)}) has this run in its grid at {wildcards.scale!r}"
         raise PlanError(
-            f"{folder}: not a run of this workflow: {why}. Ask for a run the grid has: "
-            f"`python -m bnnrepro.fidelity targets {wildcards.study} --scale {wildcards.scale}` lists them"
+            f"{folder}: not a run of this workflow: {why}. Ask for a run a grid has: "
+            f"`python -m bnnrepro.fidelity targets STUDY --scale {wildcards.scale}` lists a study's"
         )
 
     def verify_data(self) -> list[data_checks.IncompleteDownload]:
@@ -255,7 +262,7 @@ class Plan(DataJobInputs, RunResults, DrawingJobs):
         return self.listed("evaluation_code", [*files, str(declaration_file(evaluation).relative_to(project_root()))])
 
     def _evaluation_data_files(self, wildcards) -> dict[str, str]:
-        run_dataset = wildcards.run.split("/")[1]  # <method>/<dataset>/<hparams>/seed=<seed> (bnnrepro.layout)
+        run_dataset = wildcards.run.split("/")[1]  # <variant>~<digest>/<dataset>/<hparams>/seed=<seed> (layout)
         return extra_data_files(wildcards.evaluation, wildcards.scale, self.real_data, run_dataset)
 
     def evaluation_data(self, wildcards) -> list[str]:

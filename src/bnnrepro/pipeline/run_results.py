@@ -75,7 +75,7 @@ class RunResults:
 
 
 def _wildcards(run: Run) -> SimpleNamespace:
-    return SimpleNamespace(scale=run.scale, study=run.study, run=run.id)
+    return SimpleNamespace(scale=run.scale, run=run.folder_name)
 
 
 def _signature(*files: str) -> list:

@@ -2,12 +2,15 @@
 
 A study holds grids at the `paper` scale (Cartesian products of method variants, datasets, Hydra
 overrides and seeds) and, under `scales:`, replacements of grid values for smaller scales. Each grid
-point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.layout.run_folder`).
+point is one `Run`, i.e. one training job with its own run folder (`bnnrepro.layout.run_folder`), which every study
+planning the same run shares: its name is the run's, with a digest of its method variant's overrides, not the study's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
@@ -46,6 +49,7 @@ class Run:
     dataset: str
     seed: int
     hparams: tuple[tuple[str, object], ...]  # (Hydra key, value), in grid order
+    variant_digest: str  # of the method variant's overrides in its study (`Study.variant_digest`)
 
     @property
     def hparam_slug(self) -> str:
@@ -57,12 +61,17 @@ class Run:
         return layout.run_id(self.method, self.dataset, self.hparam_slug, self.seed)
 
     @property
+    def folder_name(self) -> str:
+        """The run's folder below `results/<scale>/runs/` (the `run` wildcard of its jobs)."""
+        return layout.run_folder_name(self.id, self.variant_digest)
+
+    @property
     def folder(self) -> str:
-        return layout.run_folder(self.scale, self.study, self.id)
+        return layout.run_folder(self.scale, self.folder_name)
 
     def file(self, name: str) -> str:
         """A file of the run's folder (a `layout.RUN_*` name or a `layout.evaluation_file`)."""
-        return layout.run_file(name, self.scale, self.study, self.id)
+        return layout.run_file(name, self.scale, self.folder_name)
 
     def data_file(self, real_data: Collection[str] | str = ()) -> str:
         """A download's prepared file (its stand-in below the `paper` scale unless the workflow's `real_data` names
@@ -105,6 +114,12 @@ class Study:
         """The Hydra overrides of method variant `variant`: the study's common ones, then the variant's own."""
         return {**self.common, **self.method_variants[variant]}
 
+    def variant_digest(self, variant: str) -> str:
+        """The first 8 hex digits of the SHA-256 of `variant_overrides` (as sorted JSON): in the name of its runs'
+        folders, so that two studies share a run only where they give its variant the same overrides."""
+        text = json.dumps(self.variant_overrides(variant), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
     @property
     def is_own(self) -> bool:
         return self.paper == OWN
@@ -113,6 +128,7 @@ class Study:
         """Every run of the study at `scale`, without duplicates, in grid order; without those only `sensitivity_*`
         grids have where `sensitivity` is False (what the study's artifacts draw)."""
         runs: dict[str, Run] = {}
+        digests = {variant: self.variant_digest(variant) for variant in self.method_variants}
         for name, grid in self.scale_grids(scale).items():
             if not sensitivity and name.startswith(SENSITIVITY_GRID):
                 continue
@@ -122,7 +138,9 @@ class Study:
                 point = dict(zip(keys, values, strict=True))
                 seed = point[seeds[SEED_SAME_AS]] if isinstance(seeds, Mapping) else point["seed"]
                 hparams = tuple((k, v) for k, v in point.items() if k not in ("method", "dataset", "seed"))
-                run = Run(self.name, scale, point["method"], point["dataset"], int(seed), hparams)
+                variant = point["method"]
+                digest = digests.get(variant, "")  # an unknown variant: the study's check names it
+                run = Run(self.name, scale, variant, point["dataset"], int(seed), hparams, digest)
                 runs.setdefault(run.id, run)
         return list(runs.values())
 
@@ -204,6 +222,9 @@ def load_study(name: str, record: Path | None = None) -> Study:
     (`bnnrepro.pipeline.dag_cache`), a study file checked before, with the same schema and dataset registry, is not
     checked again (the check expands its grids at every scale)."""
     path = studies_dir() / f"{name}.yaml"
+    if name == layout.RUNS:
+        raise StudyError(f"{path.relative_to(project_root())}: a study cannot be called {name!r} (results/<scale>/"
+                         f"{layout.RUNS}/ holds the run folders that studies share); rename it")  # fmt: skip
     if not path.exists():
         raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
     raw = read_yaml(path)
