@@ -1,15 +1,17 @@
-"""One CPU arithmetic on every x86-64 machine the project supports (`cpu_arithmetic` in config/config.yaml).
+"""One CPU arithmetic for the machines of one vendor (`cpu_arithmetic` in config/config.yaml).
 
 PyTorch picks its CPU kernels by the widest vector instructions the machine has (ATen's `cpu_capability`: AVX2 or
-AVX-512 on x86-64), and so do MKL (the matrix products: its branch also differs between Intel and AMD CPUs) and
-oneDNN (convolutions). Kernels of another width round differently, and thousands of training epochs amplify the
-rounding: the same command gave other accuracies on an AVX-512 machine than on the AVX2 machine that made the
-committed results. The setting `portable` runs every job on ATen's and oneDNN's AVX2 kernels (every x86-64 machine
-since 2013 has them) and on MKL's compatible branch, the one MKL documents as giving the same results on Intel and
-non-Intel CPUs (its AVX2 branch does so on Intel CPUs only). They are pinned through the libraries' environment
-variables, which the workflow sets for itself and every job it starts (they are read once, when torch loads, so a job
-cannot set them itself). `native` leaves each library its own choice (the fastest; numbers then follow the CPU).
-Either way the numbers also depend on the thread count (`threads_per_job`), which a run records.
+AVX-512 on x86-64), and so do MKL (the matrix products) and oneDNN (convolutions). Kernels of another width round
+differently, and thousands of training epochs amplify the rounding: the same command gave other accuracies on an
+AVX-512 machine than on the AVX2 machine that made the committed results. The setting `portable` runs every job on
+ATen's and oneDNN's AVX2 kernels (every x86-64 machine since 2013 has them) and on MKL's compatible branch, so that
+machines with and without AVX-512 compute alike. It does not make an AMD and an Intel CPU compute alike, although MKL
+documents its compatible branch as vendor-neutral: UCI benchmark runs trained on an AMD EPYC and again on an Intel Xeon
+under this setting differ in the last float32 digits (none of 920 runs bit-identical; README). The variables are
+pinned through the libraries' environment, which the workflow sets for itself and every job it starts (they are read
+once, when torch loads, so a job cannot set them itself). `native` leaves each library its own choice (the fastest;
+numbers then follow the CPU). Either way the numbers also depend on the thread count (`threads_per_job`), which a run
+records.
 
 A training job checks that the kernels it runs are the setting's (`check`) and records the CPU, the kernels and the
 variables in its metrics.json (`describe`).
