@@ -74,6 +74,14 @@ class KeptFolder:
         """{cpu: the CPU model, cpus: how many} of the machine provenance.json records."""
         return MACHINE.search(self.provenance()["machine"]).groupdict()
 
+    def budget(self, name: str) -> pd.DataFrame:
+        """A budget experiment kept beside the runs (sensitivity_budget_<name>.csv, made by
+        scripts/uci_budget_sensitivity.py), indexed by variant: test `nll`, `rmse` and their standard errors
+        (`nll_se`, `rmse_se`) over the `splits`."""
+        table = pd.read_csv(self.path / f"sensitivity_budget_{name}.csv", index_col="variant")
+        table.columns = ["nll", "nll_se", "rmse", "rmse_se", "splits"]
+        return table
+
     def missing_fragments(self, fragments: Iterable[str]) -> list[str]:
         """The fragments that the findings (as `findings_text` reads them) do not say."""
         text = findings_text(self.path)

@@ -28,6 +28,11 @@ SHOWN = {"mfvi": "MFVI", "bedl": "BEDL", "udn": "the UDN", "laplace": "the Lapla
 """The methods as the findings name them."""
 
 
+def budget_cell(row: pd.Series, metric: str) -> str:
+    """A budget experiment's mean and standard error of `metric` (`KeptFolder.budget`) as the prose writes them."""
+    return f"{row[metric]:.2f} +- {row[f'{metric}_se']:.2f}"
+
+
 def expected_fragments(metrics: pd.DataFrame) -> list[str]:
     """The findings' phrases that carry a number of the runs, as the runs make them."""
     selected, choices = validation_choice(metrics, STUDY.benchmark["select_by"], block_keys(STUDY.benchmark))
@@ -137,13 +142,10 @@ def heteroscedastic_fragments(heads: pd.DataFrame, shared: pd.DataFrame) -> list
     tests = {(m, metric): stats.wilcoxon(per_set(m, metric)).pvalue for m in NAMED for metric in ("nll", "rmse")}
     smallest = min(tests, key=tests.get)
     energy = [v.loc["deep_ensemble", "uci_energy", "test_rmse_original"] for v in (head, one)]
-    budget = {track: pd.read_csv(HETEROSCEDASTIC.path / f"sensitivity_budget_deep_ensemble_energy_{track}.csv",
-                                 index_col="variant").iloc[:, 2:4].round(2)
-              for track in ("heads", "shared")}  # fmt: skip
+    budget = {track: HETEROSCEDASTIC.budget(f"deep_ensemble_energy_{track}") for track in ("heads", "shared")}
 
     def rmse(track: str, variant: str) -> str:
-        value, error = budget[track].loc[variant]
-        return f"{value:.2f} +- {error:.2f}"
+        return budget_cell(budget[track].loc[variant], "rmse")
 
     protocol = "benchmark (40 epochs, 1/5 held out)"
     return [

@@ -9,8 +9,8 @@ returns the pattern a rule declares (`run_folder()` is `results/{scale}/runs/{ru
     results/data/<download>-standin.npz         ... and its offline stand-in (below the `paper` scale)
     results/data/<dataset>/<k>=<v>+...+seed=<seed>.npz    an instance of a generated dataset
     results/<scale>/runs/<variant>~<digest>/<dataset>/<hparams>/seed=<seed>/    a training run, shared by every
-        study that plans it (the digest is of the method variant's overrides: `run_id`): config.yaml, metrics.json,
-        checkpoint.pt, train.log, resume.pt (while it runs), eval/<evaluation>.npz
+        study that plans it (the digest is of the method variant's overrides: `run_folder_name`): config.yaml,
+        metrics.json, checkpoint.pt, train.log, resume.pt (while it runs), eval/<evaluation>.npz
     results/<scale>/<study>/metrics.csv         the study's tidy metrics
     results/<scale>/report_manifest.json        what the report shows, with provenance
     results/<scale>/timestamps.json             the results' recorded time order (bnnrepro.pipeline.result_timestamps)
