@@ -48,7 +48,7 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	python benchmarks/job_overhead.py
-	python benchmarks/udn_spirals_default.py
+	python -m benchmarks.default_build --studies udn_spirals
 	python -m benchmarks.scheduler_overhead
 	python -m benchmarks.dry_run
 	python -m benchmarks.startup_checks

@@ -42,10 +42,10 @@ def recorded_jobs(project: Path) -> list[dict]:
     return list(jobs.values())
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("project", nargs="?", type=Path, default=Path("."))
-    project = parser.parse_args().project
+    project = parser.parse_args(argv).project
     jobs = recorded_jobs(project)
     wall = max(job["end"] for job in jobs) - min(job["start"] for job in jobs)
     print(
