@@ -21,14 +21,19 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bnnrepro import layout
+from bnnrepro.pipeline.studies import variant_folder_digest
 from tests.conftest import OFFLINE, ROOT, copy_project, environment, run
 from tests.test_own_dataset import walkthrough_blocks
 from tests.test_pipeline import planned_outputs, scheduled_jobs
 
 pytestmark = pytest.mark.slow
 
-RUNS = "results/smoke/diabetes/runs"
-GP_RUN = f"{RUNS}/gp/sklearn_diabetes/split=0/seed=0"
+RUNS = "results/smoke/runs"
+GP_RUN = layout.run_folder(
+    "smoke", layout.run_folder_name("gp/sklearn_diabetes/split=0/seed=0", variant_folder_digest({"method": "gp"}))
+)
+"""The GP's run of split 0 in the README's walk-through study (its variant: the method as configured)."""
 PROTOCOL = "config/train/protocol/regression_smoke.yaml"  # the walk-through dataset trains by its task's defaults
 
 
@@ -100,7 +105,7 @@ def test_results_checked_out_after_a_config_edit_are_rerun_where_the_edit_reache
     assert (tree / GP_RUN / "metrics.json").stat().st_mtime_ns > method.stat().st_mtime_ns  # what fooled Snakemake
     planned = run(["snakemake", "-n"], tree).stdout
     assert sorted(str(Path(f).parent) for f in planned_outputs(planned, "train")) == [
-        f"{RUNS}/gp/sklearn_diabetes/split={split}/seed=0" for split in (0, 1)
+        GP_RUN.replace("split=0", f"split={split}") for split in (0, 1)
     ]
 
 
@@ -181,7 +186,7 @@ def test_results_checked_out_after_a_run_of_an_edit_are_planned_again(tree: Path
     planned = run(["snakemake", "-n"], tree).stdout
     assert "2 run results do not match their runs as planned now, planned again" in planned
     assert sorted(str(Path(f).parent) for f in planned_outputs(planned, "train")) == [
-        f"{RUNS}/gp/sklearn_diabetes/split={split}/seed=0" for split in (0, 1)
+        GP_RUN.replace("split=0", f"split={split}") for split in (0, 1)
     ]
 
 

@@ -287,8 +287,8 @@ def test_the_recorded_command_of_a_batch_with_thousands_of_targets_lets_every_jo
     argv = ["snakemake", "--cores", "2", "--keep-going", *targets, "--config", "study_scales={uci_benchmark: paper}"]
     record = invocation_record(argv)
     assert len(record) <= INVOCATION_LIMIT
-    assert record.startswith(f"snakemake --cores 2 --keep-going {targets[0]} ")
-    assert record.endswith(f"{targets[-1]} --config 'study_scales={{uci_benchmark: paper}}'")
+    assert record.startswith(f"snakemake --cores 2 --keep-going {shlex.quote(targets[0])} ")  # quoted: '~'
+    assert record.endswith(f"{shlex.quote(targets[-1])} --config 'study_scales={{uci_benchmark: paper}}'")
     kept = record.count("metrics.json")
     assert f"[... {2100 - kept} arguments left out of this record ...]" in record and 0 < kept < 2100
 

@@ -36,7 +36,7 @@ TEST_CLUSTER = [
 
 
 def run_metrics(project: Path) -> dict[str, dict]:
-    folder = project / f"results/smoke/{STUDY}/runs"
+    folder = project / "results/smoke/runs"  # only STUDY's runs: the project runs no other
     return {str(p.parent.relative_to(folder)): json.loads(p.read_text()) for p in folder.rglob("metrics.json")}
 
 

@@ -115,10 +115,9 @@ class Study:
         return {**self.common, **self.method_variants[variant]}
 
     def variant_digest(self, variant: str) -> str:
-        """The first 8 hex digits of the SHA-256 of `variant_overrides` (as sorted JSON): in the name of its runs'
-        folders, so that two studies share a run only where they give its variant the same overrides."""
-        text = json.dumps(self.variant_overrides(variant), sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:8]
+        """The `variant_folder_digest` of `variant_overrides`: in the name of its runs' folders, so that two studies
+        share a run only where they give its variant the same overrides."""
+        return variant_folder_digest(self.variant_overrides(variant))
 
     @property
     def is_own(self) -> bool:
@@ -180,6 +179,12 @@ class Study:
         rebuild its network."""
         overrides = [f"{key}={value}" for key, value in self.variant_overrides(variant).items()]
         return compose_config([*overrides, f"dataset={dataset}", "dataset.path=unused", "run_dir=unused"])
+
+
+def variant_folder_digest(overrides: Mapping) -> str:
+    """The first 8 hex digits of the SHA-256 of Hydra overrides {key: value} as sorted JSON (a method variant's, in
+    its runs' folder names: `bnnrepro.layout.run_folder_name`)."""
+    return hashlib.sha256(json.dumps(overrides, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
 def configured_scale(config: Mapping, study: str) -> str:
