@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import pandas as pd
+import pytest
 import typst
 from PIL import Image
 
@@ -17,8 +19,9 @@ from bnnrepro.artifacts.render import (
     save_figure,
     smallest_font_pt,
 )
+from bnnrepro.report import typst_elements
 from bnnrepro.report.page_layout import layout_problems
-from bnnrepro.report.typst_elements import typst_str
+from bnnrepro.report.typst_elements import table_from_csv, typst_str
 from bnnrepro.report.typst_report import PREAMBLE
 
 matplotlib.use("Agg")
@@ -109,3 +112,31 @@ def test_save_figure_raises_only_text_that_would_print_too_small(tmp_path: Path)
     with Image.open(tmp_path / "wide.png") as image:
         printed = smallest_font_pt(wide) * printed_scale(*(side / 150 for side in image.size))
     assert MIN_PRINTED_TEXT_PT <= printed < 1.2 * MIN_PRINTED_TEXT_PT
+
+
+def benchmark_comparison_csv(folder: Path) -> Path:
+    """A comparison table as wide as the default-scale UCI benchmark's published-values table: nine sources' columns
+    named '<method> (<source>)', ten dataset-metric rows named 'uci_<set> <metric>_original'."""
+    sources = [f"{method} (Lakshminarayanan et al. 2017, Table 1)" for method in ("PBP", "mc_dropout", "deep_ensemble")]
+    sources += [f"{method} (thesis Table 3.1)" for method in ("dvi", "varout", "vbp")]
+    sources += ["mc_dropout (Gal & Ghahramani rerun, 100x epochs)", "Sparse GP (thesis Table 5.1)", "bedl (thesis)"]
+    cells = [{"row": source, "column": f"uci_{name} {metric}_original", "ours": 0.727, "ours_error": 0.019, "n_runs": 5,
+              "published": 2.97, "published_error": 0.85, "verdict": "differs", "standin": True}
+             for source in sources for metric in ("rmse", "nll")
+             for name in ("boston", "concrete", "energy", "wine", "yacht")]  # fmt: skip
+    path = folder / "published.csv"
+    pd.DataFrame(cells).to_csv(path, index=False)
+    return path
+
+
+def test_a_wide_comparison_tables_long_header_words_break_and_do_not_overprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default report's UCI benchmark tables (10 columns): header labels break after underscores and their long
+    words ('(Lakshminarayanan') hyphenate. The control: the same table with the labels as plain strings, as before,
+    overprints its header."""
+    body = f"#block({table_from_csv(benchmark_comparison_csv(tmp_path))})\n"
+    assert layout_problems(rendered(tmp_path, body)) == []
+    monkeypatch.setattr(typst_elements, "_header_cell", typst_str)
+    plain = f"#block({table_from_csv(benchmark_comparison_csv(tmp_path))})\n"
+    assert "overprint" in checks(layout_problems(rendered(tmp_path, plain, "plain")))

@@ -6,6 +6,7 @@ colours the tables' cells use."""
 from __future__ import annotations
 
 import math
+import re
 import struct
 from pathlib import Path
 
@@ -96,6 +97,22 @@ def _label(value: object) -> str:
     return str(value) if _present(value) else ""
 
 
+_LONG_WORD = 12
+"""A header word longer than this many characters (between spaces and underscores) may be hyphenated: a column of a
+wide table is narrower than a source's author name ('(Lakshminarayanan'), which would otherwise overprint the next."""
+_BREAK_AFTER_UNDERSCORE = "_\u200b"  # a zero-width space: a line may break after '_' ('uci_boston rmse_original')
+
+
+def _header_cell(label: str) -> str:
+    """A header label as Typst: breakable after each underscore, its long words hyphenated (`_LONG_WORD`), the
+    others never."""
+    pieces = []
+    for word in re.split(r"(\s+)", label.replace("_", _BREAK_AFTER_UNDERSCORE)):
+        long = any(len(part) > _LONG_WORD for part in word.split("\u200b"))
+        pieces.append(f"text(hyphenate: true, {typst_str(word)})" if long else typst_str(word))
+    return " + ".join(pieces) if pieces else '""'
+
+
 def table_from_csv(csv_path: Path, published: bool = True) -> str:
     """A comparison table CSV (a row per cell) in its paper's layout, rows x columns, breaking across pages with the
     header repeated; transposed when it has more than `_MAX_TABLE_COLUMNS` columns and fewer rows. `published`: the
@@ -121,7 +138,7 @@ def table_from_csv(csv_path: Path, published: bool = True) -> str:
     ]
     table = (
         f"table(columns: (auto,{' 1fr,' * len(columns)}), align: (left,{' right,' * len(columns)}),\n"
-        f"  table.header({', '.join(typst_str(header) for header in ['', *columns])}),\n"
+        f"  table.header({', '.join(_header_cell(header) for header in ['', *columns])}),\n"
         + "".join(f"  {row},\n" for row in body)
         + ")"
     )
