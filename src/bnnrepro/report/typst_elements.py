@@ -100,17 +100,17 @@ def _label(value: object) -> str:
 _LONG_WORD = 12
 """A header word longer than this many characters (between spaces and underscores) may be hyphenated: a column of a
 wide table is narrower than a source's author name ('(Lakshminarayanan'), which would otherwise overprint the next."""
-_BREAK_AFTER_UNDERSCORE = "_\u200b"  # a zero-width space: a line may break after '_' ('uci_boston rmse_original')
+_ZERO_WIDTH_SPACE = "\u200b"  # put after '_', a line may break there ('uci_boston rmse_original')
 
 
 def _header_cell(label: str) -> str:
     """A header label as Typst: breakable after each underscore, its long words hyphenated (`_LONG_WORD`), the
     others never."""
     pieces = []
-    for word in re.split(r"(\s+)", label.replace("_", _BREAK_AFTER_UNDERSCORE)):
-        long = any(len(part) > _LONG_WORD for part in word.split("\u200b"))
+    for word in re.split(r"(\s+)", label.replace("_", f"_{_ZERO_WIDTH_SPACE}")):
+        long = any(len(part) > _LONG_WORD for part in word.split(_ZERO_WIDTH_SPACE))
         pieces.append(f"text(hyphenate: true, {typst_str(word)})" if long else typst_str(word))
-    return " + ".join(pieces) if pieces else '""'
+    return " + ".join(pieces)  # re.split gives at least one piece ('' for an empty label)
 
 
 def table_from_csv(csv_path: Path, published: bool = True) -> str:
