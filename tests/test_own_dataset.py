@@ -13,6 +13,7 @@ import pytest
 from bnnrepro.report import files as report_files
 from bnnrepro.report import own_study
 from bnnrepro.report.study_summary import study_summary
+from bnnrepro.report.typst_elements import header_cell
 from bnnrepro.report.typst_report import render_own_studies
 from tests.conftest import ROOT, copy_project, run
 
@@ -65,7 +66,7 @@ def test_the_readme_walkthrough_adds_a_dataset_and_study_that_reach_the_report(t
     assert (table["n_runs"] == 2).all() and table["ours"].notna().all()  # the two smoke splits
     assert not table["standin"].any()  # a packaged dataset is real at every scale
     report = (project / "reports/report.typ").read_text()
-    assert "Studies of your own" in report and "sklearn_diabetes rmse" in report
+    assert "Studies of your own" in report and header_cell("sklearn_diabetes rmse_original") in report
     assert (project / "reports/report.pdf").stat().st_size > 0
 
 
@@ -120,7 +121,7 @@ def test_the_report_has_a_section_for_studies_of_your_own(tmp_path: Path) -> Non
     study = {"study": "mine_vs_gp", "description": "My comparison.", "scale": "smoke", "sections": [section]}
     source = render_own_studies([study], tmp_path)
     assert source.startswith('#heading(level: 1, "Studies of your own")')
-    assert '"mine_vs_gp"' in source and '"My comparison."' in source and '"mine rmse_original"' in source
+    assert '"mine_vs_gp"' in source and '"My comparison."' in source and header_cell("mine rmse_original") in source
     assert '"rmse_original rank"' in source and "Friedman test" in source
     assert "the paper's value" not in source  # no legend of published values, which a study of your own has none of
     for figure in ("metrics_figure", "ranking_figure"):

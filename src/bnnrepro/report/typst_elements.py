@@ -103,7 +103,7 @@ wide table is narrower than a source's author name ('(Lakshminarayanan'), which 
 _ZERO_WIDTH_SPACE = "\u200b"  # put after '_', a line may break there ('uci_boston rmse_original')
 
 
-def _header_cell(label: str) -> str:
+def header_cell(label: str) -> str:
     """A header label as Typst: breakable after each underscore, its long words hyphenated (`_LONG_WORD`), the
     others never."""
     pieces = []
@@ -138,7 +138,7 @@ def table_from_csv(csv_path: Path, published: bool = True) -> str:
     ]
     table = (
         f"table(columns: (auto,{' 1fr,' * len(columns)}), align: (left,{' right,' * len(columns)}),\n"
-        f"  table.header({', '.join(_header_cell(header) for header in ['', *columns])}),\n"
+        f"  table.header({', '.join(header_cell(header) for header in ['', *columns])}),\n"
         + "".join(f"  {row},\n" for row in body)
         + ")"
     )
