@@ -5,9 +5,13 @@ name was renamed by pandas in silence."""
 
 from __future__ import annotations
 
+import importlib.util
+import io
+import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bnnrepro.data import csv_tables, tabular
@@ -54,6 +58,31 @@ def test_a_faulty_table_is_refused_naming_file_column_and_fix(
     assert "dataset 'homes'" in message and str(tmp_path / "homes.csv") in message
     assert all(part in message for part in named), message
     assert not (tmp_path / "homes.npz").exists()
+
+
+def test_a_json_table_prepares_as_the_same_csv_and_is_checked_alike(tmp_path: Path) -> None:
+    csv = prepared(tmp_path, CLEAN)
+    rows = pd.read_csv(io.StringIO(CLEAN)).to_dict(orient="records")
+    (tmp_path / "homes.json").write_text(json.dumps(rows))
+    csv_tables.prepare_csv(tmp_path, tmp_path / "homes.npz", file="homes.json", target="price")
+    arrays = np.load(tmp_path / "homes.npz")
+    assert all(np.array_equal(arrays[key], csv[key]) for key in ("x", "y"))
+    rows[2]["size"] = None  # the row of line 4, had it been the CSV
+    (tmp_path / "homes.json").write_text(json.dumps(rows))
+    with pytest.raises(TableError, match=r"feature column 'size' has no value on line\(s\) 4"):
+        csv_tables.prepare_csv(tmp_path, tmp_path / "faulty.npz", file="homes.json", target="price")
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(engine) for engine in ("pyarrow", "fastparquet")), reason="a parquet engine is here"
+)
+def test_a_format_whose_reader_package_is_missing_is_refused_naming_the_package(tmp_path: Path) -> None:
+    (tmp_path / "homes.parquet").write_bytes(b"PAR1")
+    with pytest.raises(TableError) as error:
+        csv_tables.prepare_csv(tmp_path, tmp_path / "homes.npz", file="homes.parquet", target="price")
+    message = str(error.value)
+    assert "dataset 'homes'" in message and "homes.parquet" in message and "pyarrow" in message
+    assert "save the table as CSV" in message
 
 
 def test_a_packaged_table_with_a_missing_value_is_refused(tmp_path: Path) -> None:

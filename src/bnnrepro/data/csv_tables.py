@@ -1,9 +1,12 @@
-"""A CSV download prepared as a table (`prepare: bnnrepro.data.csv_tables:prepare_csv`), for bnnrepro.data.tabular's
-loader and stand-in: which columns are features, and whether the real table has the shape its stand-in declares."""
+"""A table download prepared for bnnrepro.data.tabular's loader and stand-in (`prepare:
+bnnrepro.data.csv_tables:prepare_csv`): a CSV or other delimited text, or another format pandas reads (by the file's
+suffix, `TABLE_READERS`); which columns are features, and whether the real table has the shape its stand-in
+declares."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +17,15 @@ from bnnrepro.data.tabular import write_table
 
 ROW_NAMES = "Unnamed: 0"
 """pandas' name of a first column whose header field is empty: R's write.csv writes its row names there."""
+
+TABLE_READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
+    ".json": partial(pd.read_json, convert_dates=False),  # a column named 'date' or '*_time' stays numbers
+    ".parquet": pd.read_parquet,  # with pyarrow or fastparquet installed
+    ".feather": pd.read_feather,  # with pyarrow
+    ".xlsx": pd.read_excel,  # the first sheet, with openpyxl
+    ".ods": pd.read_excel,  # with odfpy
+}
+"""pandas' reader of a table file by its suffix (lower case); a file of any other suffix is delimited text."""
 
 
 def prepare_csv(
@@ -27,8 +39,9 @@ def prepare_csv(
     task: str = "regression",
     class_labels: ClassLabels = None,
 ) -> None:
-    """A CSV download with a header row: column `target` is y; the features are every other column, or the columns
-    `features` names (in that order), or every other column but those `drop` names (give one of the two at most).
+    """A table download with a header row (delimited text by `delimiter`, or a format of `TABLE_READERS`): y is
+    column `target`; the features are every other column, or the columns `features` names (in that order), or every
+    other column but those `drop` names (give one of the two at most).
     With `task` classification (the registry entry's), the target's values are classes: numbers or text, kept as
     class indices by `class_labels` (bnnrepro.data.table_checks.class_indices) with their names.
 
@@ -38,8 +51,8 @@ def prepare_csv(
     is checked first (bnnrepro.data.table_checks: header, missing values, non-numeric and constant columns).
     """
     path, name = raw / file, Path(out).stem
-    check_header(path, header_names(path, delimiter), target, name)
-    table = pd.read_csv(path, sep=delimiter)
+    check_header(path, table_header(path, delimiter, name), target, name)
+    table = read_table(path, delimiter, name)
     if len(table.columns) and table.columns[0] == ROW_NAMES:
         table = table.drop(columns=[ROW_NAMES])
     columns = feature_columns(path, [str(c) for c in table.columns if c != target], features, drop)
@@ -54,6 +67,28 @@ def prepare_csv(
         return
     where = f"dataset {name!r}: {path}: target column {target!r}"
     write_table(out, x, *class_indices(table[target].tolist(), class_labels, where))
+
+
+def read_table(path: Path, delimiter: str, dataset: str) -> pd.DataFrame:
+    """The table in `path`: delimited text by `delimiter`, unless its suffix names a format of `TABLE_READERS`. A
+    reader whose package is not installed raises TableError naming the package and the alternatives."""
+    reader = TABLE_READERS.get(path.suffix.lower())
+    if reader is None:
+        return pd.read_csv(path, sep=delimiter)
+    try:
+        return reader(path)
+    except ImportError as error:  # pandas' message names the optional package its reader needs
+        raise TableError(
+            f"dataset {dataset!r}: {path}: {error}; install it in the project's environment, or save the table as CSV"
+        ) from None
+
+
+def table_header(path: Path, delimiter: str, dataset: str) -> list[str]:
+    """The column names of the table in `path` as written: delimited text's header row, read as a row
+    (table_checks.header_names), or the names pandas reads from another format."""
+    if path.suffix.lower() not in TABLE_READERS:
+        return header_names(path, delimiter)
+    return [str(column) for column in read_table(path, delimiter, dataset).columns]
 
 
 def feature_columns(
@@ -106,14 +141,14 @@ def check_standin_shape(entry: Download, prepared: tuple[int, ...]) -> None:
 
 
 def check_local_header(entry: Download, raw: Path) -> None:
-    """The checks of the header of a CSV download whose file is already at hand in `raw` (its fetched folder), run
+    """The checks of the header of a table download whose file is already at hand in `raw` (its fetched folder), run
     when the workflow builds its DAG, before any job: a repeated name, a `target` the file lacks, or `features` or
     `drop` naming a column it lacks raise TableError naming the file, the column and the fix."""
     options = entry.options
     path = raw / options["file"]
     if not path.is_file():
         return
-    header = header_names(path, options.get("delimiter", ","))
+    header = table_header(path, options.get("delimiter", ","), entry.name)
     check_header(path, header, options["target"], entry.name)
     available = [name for name in header if name not in ("", options["target"])]
     try:

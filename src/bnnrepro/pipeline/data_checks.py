@@ -7,7 +7,7 @@
   missing files are downloaded); a dry run plans that fetch and moves nothing;
 - the record of the raw files each prepared file was made from (`bnnrepro.data.raw_content.raw_record_file`): data
   prepared from other files stops the run with the fix, unless it is to be prepared again anyway;
-- the header of a CSV table already fetched (`check_local_tables`), where its file is the registry's.
+- the header of a table download already fetched (`check_local_tables`), where its file is the registry's.
 
 A raw folder's md5s are kept in the DAG record by each file's size and times (`bnnrepro.pipeline.dag_cache`), so a
 no-op `snakemake -n` reads no data.
@@ -158,9 +158,9 @@ def check_downloads(prepared_files: Iterable[str], record: Path | None) -> list[
 
 
 def check_local_tables(names: Iterable[str], record: Path | None) -> None:
-    """DataCheckError where the header of a CSV download among datasets `names`, fetched already and the registry's
-    file (a changed one is `check_raw_folder`'s to report), lacks the declared target or feature columns or repeats a
-    name (`csv_tables.check_local_header`)."""
+    """DataCheckError where the header of a table download (prepare_csv) among datasets `names`, fetched already and
+    the registry's file (a changed one is `check_raw_folder`'s to report), lacks the declared target or feature
+    columns or repeats a name (`csv_tables.check_local_header`)."""
     entries = [dataset(name) for name in sorted(set(names))]
     tables = [entry for entry in entries if isinstance(entry, Download) and entry.prepare == CSV_PREPARE]
     if not tables:
