@@ -82,6 +82,22 @@ def test_text_that_leaves_the_page_is_found(tmp_path: Path) -> None:
     assert layout_problems(rendered(tmp_path, '#place(dx: 10cm, dy: 1cm, "configuration.yaml")\n', "control")) == []
 
 
+def test_a_figure_taller_than_what_is_left_of_its_page_is_found(tmp_path: Path) -> None:
+    """The default report at a5224c6, page 52: an entry kept whole (the old layout: `breakable: false`) with a long
+    note above a figure of the largest printed size ran off the page, under the page number; the report's entry
+    (PREAMBLE's `artifact`), which may break before its figure, moves the figure to the next page (the control)."""
+    Image.new("RGB", (946, 1543), "white").save(tmp_path / "tall.png")
+    fields = ", ".join(f'("Note:", {typst_str(LOREM)})' for _ in range(6))
+    entry = (
+        f'#artifact("thesis/fig4.3", "curves", "reproduced", "drawn", fields: ({fields}),'
+        f" body: {typst_elements.figure_image(tmp_path / 'tall.png', '/tall.png')})\n"
+    )
+    page = f"#par({typst_str(LOREM)})\n"
+    kept_whole = layout_problems(rendered(tmp_path, page + f"#block(breakable: false)[{entry}]\n", "kept_whole"))
+    assert {"figure off the page", "text over a figure"} <= checks(kept_whole)
+    assert layout_problems(rendered(tmp_path, page + entry, "control")) == []
+
+
 def _labelled_figure(width_in: float) -> Figure:
     fig = Figure(figsize=(width_in, 3))
     axes = fig.add_subplot()

@@ -1,6 +1,7 @@
 """The report as read: layout problems found on the rendered PDF's pages, not in its Typst source.
 
-Five checks, each on every page: no two glyphs overprint; no glyph leaves the page; every table's header fits its
+Six checks, each on every page: no two glyphs overprint; no glyph leaves the page; no figure leaves the page or lies
+under text (a figure taller than what is left of its page runs into the page number); every table's header fits its
 columns and its last row is not padded with empty cells (the marks of a row with more or fewer cells than the
 header: Typst wraps the extra cells into the next row); no heading is the last thing on its page; and the smallest
 text of every figure is at least `MIN_PRINTED_TEXT_PT` as printed. Glyph boxes come from pdfminer.six, the table
@@ -80,6 +81,30 @@ def overprinted_glyphs(glyphs: list[LTChar]) -> list[tuple[LTChar, LTChar]]:
                 if width > 0 and height > 0 and width * height > OVERPRINT_FRACTION * smaller:
                     pairs.add((min(i, j), max(i, j)))
     return [(glyphs[i], glyphs[j]) for i, j in sorted(pairs)]
+
+
+def _overlap(a, b) -> float:
+    """The area two boxes (x0, y0, x1, y1 in points) share."""
+    return max(0.0, min(a.x1, b.x1) - max(a.x0, b.x0)) * max(0.0, min(a.y1, b.y1) - max(a.y0, b.y0))
+
+
+def _off_the_page(box, page_box: tuple[float, float, float, float]) -> bool:
+    x0, y0, x1, y1 = page_box
+    return box.x0 < x0 - 0.5 or box.x1 > x1 + 0.5 or box.y0 < y0 - 0.5 or box.y1 > y1 + 0.5
+
+
+def figure_problems(number: int, images: list[LTImage], glyphs: list[LTChar], page_box) -> list[LayoutProblem]:
+    """A figure that leaves the page, and text printed over a figure (a glyph sharing more than OVERPRINT_FRACTION
+    of its box with the figure's)."""
+    problems = []
+    for image in images:
+        size = f"a {image.srcsize[0]}x{image.srcsize[1]} px figure"
+        if _off_the_page(image, page_box):
+            problems.append(LayoutProblem(number, "figure off the page", f"{size} reaches {image.y0:.0f} pt"))
+        if covered := [g for g in glyphs if _overlap(g, image) > OVERPRINT_FRACTION * g.width * g.height]:
+            words = _word_at(glyphs, covered[0])
+            problems.append(LayoutProblem(number, "text over a figure", f"{words!r} over {size}"))
+    return problems
 
 
 def _word_at(glyphs: list[LTChar], glyph: LTChar) -> str:
@@ -215,11 +240,11 @@ def layout_problems(pdf: Path, figures: Iterable[Path] = ()) -> list[LayoutProbl
         overprints = {(_word_at(glyphs, a), round(a.y0)): a for a, _ in overprinted_glyphs(glyphs)}
         for (words, _), a in overprints.items():
             problems.append(LayoutProblem(number, "overprint", f"{words!r} at ({a.x0:.0f}, {a.y0:.0f}) pt"))
-        x0, y0, x1, y1 = page.bbox
         for glyph in glyphs:
-            if glyph.x0 < x0 - 0.5 or glyph.x1 > x1 + 0.5 or glyph.y0 < y0 - 0.5 or glyph.y1 > y1 + 0.5:
+            if _off_the_page(glyph, page.bbox):
                 problems.append(LayoutProblem(number, "off the page", f"{_word_at(glyphs, glyph)!r}"))
         lines, images = list(_of_type(page, LTTextLine)), list(_of_type(page, LTImage))
+        problems += figure_problems(number, images, glyphs, page.bbox)
         for top, title in headings[number]:
             if _heading_ends_page(lines, images, top, title):
                 problems.append(LayoutProblem(number, "heading at the foot", f"{title!r} ends the page"))

@@ -54,10 +54,9 @@ PREAMBLE = r"""
 
 // One artifact entry, labelled with its id so that the summary links to it.
 #let artifact(
-  id, title, status, status-label, verdict: none, standin: false, fields: (), body: none, breakable: true,
+  id, title, status, status-label, verdict: none, standin: false, fields: (), body: none,
 ) = [#block(
   width: 100%,
-  breakable: breakable,
   above: 1.5em,
   inset: (left: 6pt, y: 2pt),
   stroke: (left: 1.5pt + if verdict != none { verdict-color.at(verdict) } else { status-color.at(status) }),
@@ -90,13 +89,15 @@ def _artifact_file(artifact: dict, kind: str, root: Path) -> tuple[Path, str]:
     return path, "/" + Path(relative).as_posix()
 
 
-def _artifact_body(artifact: dict, root: Path) -> tuple[str, bool]:
-    """The Typst body of a reproduced artifact (figure or table) and whether it may break across pages."""
+def _artifact_body(artifact: dict, root: Path) -> str:
+    """The Typst body of a reproduced artifact: its figure, or its table (which may break across pages). An entry may
+    break before its figure: a figure of the largest printed size below a long note is taller than what is left of a
+    page, and an entry kept whole would run off it."""
     files = artifact.get("files", {})
     if "png" in files:
-        return figure_image(*_artifact_file(artifact, "png", root)), False
+        return figure_image(*_artifact_file(artifact, "png", root))
     if "csv" in files:
-        return table_from_csv(_artifact_file(artifact, "csv", root)[0]), True
+        return table_from_csv(_artifact_file(artifact, "csv", root)[0])
     raise ValueError(f"artifact {artifact['id']}: status is reproduced but it lists no png or csv file")
 
 
@@ -166,15 +167,14 @@ def render_artifact(artifact: dict, root: Path) -> str:
         ("Drawn by:", drawn_by_text(artifact["drawn_by"]) if "drawn_by" in artifact else None),
     ]
     pairs = [f"({typst_str(name)}, {typst_str(value)})" for name, value in fields if value]
-    body, breakable = _artifact_body(artifact, root) if status == "reproduced" else ("none", True)
+    body = _artifact_body(artifact, root) if status == "reproduced" else "none"
     args = [typst_str(artifact["id"]), typst_str(artifact.get("title", "")), typst_str(status)]
     return (
         f"#artifact({', '.join(args)}, {typst_str(STATUS_LABELS[status])},\n"
         f"  verdict: {typst_str(verdict) if verdict else 'none'},\n"
         f"  standin: {'true' if artifact.get('standin') else 'false'},\n"
         f"  fields: {_array(pairs)},\n"
-        f"  body: {body},\n"
-        f"  breakable: {'true' if breakable else 'false'},\n)\n"
+        f"  body: {body},\n)\n"
     )
 
 
