@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from bnnrepro.artifacts.context import ArtifactContext
-from bnnrepro.artifacts.sdebnn_toy import hyperparameters
+from bnnrepro.artifacts.sdebnn_toy import hyperparameters, toy_note
 from bnnrepro.data.registry import generate_instance
+from bnnrepro.pipeline.studies import load_study
 from tests.conftest import ROOT, environment
 
 
@@ -75,3 +76,12 @@ def test_an_evaluation_of_the_same_run_draws_the_same_paths(runs: Path, tmp_path
     first, second = np.load(run_dir / "eval.npz"), np.load(again)
     for key in ("hidden_paths", "weights_at_t1", "posterior_predictive"):
         assert np.array_equal(first[key], second[key]), key
+
+
+@pytest.mark.parametrize("scale", ["smoke", "default"])
+def test_the_toy_note_states_the_workshop_models_solver_and_paths_of_the_grid(scale: str) -> None:
+    """The note once said 20 steps and 20 paths at every scale below paper, whatever the study's grid ran."""
+    (run,) = [run for run in load_study("sdebnn_toy").runs(scale) if run.method == "ws_sdebnn"]
+    settings = dict(run.hparams)
+    steps, paths = settings["method.solver.num_steps"], settings["method.num_samples"]
+    assert f"{steps} Euler steps (dt {1 / steps:g}, paper 0.01) and {paths} weight paths" in toy_note(scale)

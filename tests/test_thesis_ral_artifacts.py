@@ -142,6 +142,7 @@ def test_fig43_draws_smoothed_means_of_the_labelling_runs_a_panel_per_data_set(r
     smoothed = means.rolling(ral.SMOOTHING_WINDOW, center=True, min_periods=1).mean()
     np.testing.assert_allclose(curve(fig.axes[1], "Maxent"), smoothed)
     assert len(fig.axes[2].get_lines()) == 4
+    assert {line.get_label() for line in fig.axes[0].get_lines()} >= {"Maxent (1 run)", "RAL (1 run)"}  # one seed
     plt.close(fig)
 
 

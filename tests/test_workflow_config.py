@@ -161,7 +161,7 @@ def test_study_grids_expand_to_one_run_per_point() -> None:
     assert len(paper) == 10 * 17 * 5 * 2 + 2 * 5  # and grid sensitivity_depth_lr: the UDN at 2 omegas x 5 seeds
     assert len({run.id for run in paper}) == len(paper)
     default = study.runs("default")
-    assert len(default) == 5 * 4 * 2 + 3 * 4 * 1
+    assert len(default) == 5 * 4 * 1 + 3 * 4 * 1  # methods x omegas x one seed, at each rate
     run = default[0]
     assert run.id == "udn/spirals/omega=2+lr=0.005/seed=0"
     assert run.data_file() == "results/data/spirals/omega=2+seed=0.npz"

@@ -15,6 +15,7 @@ from bnnrepro.artifacts.registry import figure, table
 from bnnrepro.layout import RUN_CONFIG, evaluation_file, run_method
 from bnnrepro.methods import METHOD_FAMILIES
 from bnnrepro.paths import train_config_dir
+from bnnrepro.pipeline.studies import load_study
 
 PERCENTILES = (5, 25)  # shaded bands: 5-95 % and 25-75 % of the samples ("density percentiles")
 SAMPLE_LINES = 5  # function samples drawn as lines
@@ -22,11 +23,20 @@ BAND_COLOUR = "tab:blue"
 TOY_PATHS = evaluation_file("toy_paths")  # made by bnnrepro.evaluations from each run's checkpoint
 
 
+def _workshop_settings(scale: str) -> tuple[int, int]:
+    """The workshop SDE-BNN's Euler steps over depth [0, 1] and weight paths per step in the study's grid at `scale`."""
+    (hparams,) = {run.hparams for run in load_study("sdebnn_toy").runs(scale) if run.method == "ws_sdebnn"}
+    settings = dict(hparams)
+    return settings["method.solver.num_steps"], settings["method.num_samples"]
+
+
 def toy_note(scale: str) -> str:
     protocol = OmegaConf.load(train_config_dir() / "protocol" / f"sdebnn_toy_{scale}.yaml")
     note = f"{scale} scale: {protocol.train.epochs} full-batch epochs (paper 800)"
     if scale != "paper":
-        note += "; the workshop model with 20 Euler steps (dt 0.05, paper 0.01) and 20 weight paths (paper 100)"
+        steps, paths = _workshop_settings(scale)
+        note += f"; the workshop model with {steps} Euler steps (dt {1 / steps:g}, paper 0.01) and {paths} weight"
+        note += " paths (paper 100)"
     return note + ". Data: the authors' `cos` toy (40 points; the paper does not name its dataset)."
 
 

@@ -294,8 +294,9 @@ def mean_curves(ax: Axes, frame: pd.DataFrame, x: str, labels: list[str], window
             continue
         curve = runs.groupby(x)["test_error"].agg(mean="mean", std=standard_deviation)
         curve = curve.rolling(window, center=True, min_periods=1).mean()
+        count = runs["run"].nunique()
         ax.plot(curve.index, curve["mean"], color=colours[label], linewidth=2,
-                label=f"{label} ({runs['run'].nunique()} runs)")  # fmt: skip
+                label=f"{label} ({count} run{'' if count == 1 else 's'})")  # fmt: skip
         ax.fill_between(curve.index, curve["mean"] - curve["std"], curve["mean"] + curve["std"],
                         color=colours[label], alpha=0.2, linewidth=0)  # fmt: skip
     ax.set(xlabel=AXIS_LABELS[x], ylabel="test error (%)")
