@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pdfminer.high_level import extract_pages
-from pdfminer.layout import LAParams, LTChar, LTImage, LTTextLine
+from pdfminer.layout import LAParams, LTChar, LTComponent, LTImage, LTTextLine
 from PIL import Image
 from pypdf import PdfReader
 from pypdf.generic import DictionaryObject
@@ -83,17 +83,19 @@ def overprinted_glyphs(glyphs: list[LTChar]) -> list[tuple[LTChar, LTChar]]:
     return [(glyphs[i], glyphs[j]) for i, j in sorted(pairs)]
 
 
-def _overlap(a, b) -> float:
-    """The area two boxes (x0, y0, x1, y1 in points) share."""
+def _overlap(a: LTComponent, b: LTComponent) -> float:
+    """The area (points squared) two boxes share."""
     return max(0.0, min(a.x1, b.x1) - max(a.x0, b.x0)) * max(0.0, min(a.y1, b.y1) - max(a.y0, b.y0))
 
 
-def _off_the_page(box, page_box: tuple[float, float, float, float]) -> bool:
+def _off_the_page(box: LTComponent, page_box: tuple[float, float, float, float]) -> bool:
     x0, y0, x1, y1 = page_box
     return box.x0 < x0 - 0.5 or box.x1 > x1 + 0.5 or box.y0 < y0 - 0.5 or box.y1 > y1 + 0.5
 
 
-def figure_problems(number: int, images: list[LTImage], glyphs: list[LTChar], page_box) -> list[LayoutProblem]:
+def figure_problems(
+    number: int, images: list[LTImage], glyphs: list[LTChar], page_box: tuple[float, float, float, float]
+) -> list[LayoutProblem]:
     """A figure that leaves the page, and text printed over a figure (a glyph sharing more than OVERPRINT_FRACTION
     of its box with the figure's)."""
     problems = []
