@@ -51,8 +51,8 @@ def prepare_csv(
     is checked first (bnnrepro.data.table_checks: header, missing values, non-numeric and constant columns).
     """
     path, name = raw / file, Path(out).stem
-    check_header(path, table_header(path, delimiter, name), target, name)
     table = read_table(path, delimiter, name)
+    check_header(path, table_header(path, delimiter, name, table), target, name)
     if len(table.columns) and table.columns[0] == ROW_NAMES:
         table = table.drop(columns=[ROW_NAMES])
     columns = feature_columns(path, [str(c) for c in table.columns if c != target], features, drop)
@@ -83,12 +83,14 @@ def read_table(path: Path, delimiter: str, dataset: str) -> pd.DataFrame:
         ) from None
 
 
-def table_header(path: Path, delimiter: str, dataset: str) -> list[str]:
+def table_header(path: Path, delimiter: str, dataset: str, table: pd.DataFrame | None = None) -> list[str]:
     """The column names of the table in `path` as written: delimited text's header row, read as a row
-    (table_checks.header_names), or the names pandas reads from another format."""
+    (table_checks.header_names), or the names pandas reads from another format (from `table`, where it is read
+    already)."""
     if path.suffix.lower() not in TABLE_READERS:
         return header_names(path, delimiter)
-    return [str(column) for column in read_table(path, delimiter, dataset).columns]
+    table = read_table(path, delimiter, dataset) if table is None else table
+    return [str(column) for column in table.columns]
 
 
 def feature_columns(
