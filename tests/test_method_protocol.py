@@ -22,7 +22,7 @@ from bnnrepro.inference.posterior_targets import GaussianLogLikelihood, NetworkP
 from bnnrepro.methods import METHOD_MODULES, build_method, config_method_name, own_training_job
 from bnnrepro.methods.hmc import HamiltonianMonteCarlo
 from bnnrepro.methods.loss_minimiser import LossMinimiser
-from bnnrepro.methods.protocol import HOOKS, check_method
+from bnnrepro.methods.protocol import HOOKS, check_finite_gradients, check_method
 from bnnrepro.methods.repulsive_ensembles import ParticleEnsemble
 from bnnrepro.models.posterior_networks import relu_mlp
 from bnnrepro.optim import Adam
@@ -226,6 +226,20 @@ def test_the_default_step_stops_before_writing_a_non_finite_gradient_into_the_we
     with pytest.raises(DivergedError, match="the gradient of w is not finite"):
         method.training_step(x, x, 2, optimizer)
     torch.testing.assert_close(method.w.detach(), torch.tensor([0.0, 4.0]))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("where", [0, 517, 1999])
+def test_the_gradient_check_finds_one_non_finite_entry_anywhere(bad: float, where: int) -> None:
+    """One NaN or infinite entry in a long gradient, past the first of several parameters, is named; finite
+    gradients as large as float32 allows pass."""
+    net = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 500))
+    for p in net.parameters():
+        p.grad = torch.full_like(p, 3e38)
+    check_finite_gradients(net)
+    net[1].weight.grad.view(-1)[where] = bad
+    with pytest.raises(DivergedError, match="the gradient of 1.weight is not finite"):
+        check_finite_gradients(net)
 
 
 # --- the particle methods' step: particles.grad = -phi, then the optimiser ------------------------------------
