@@ -112,10 +112,10 @@ def check_finite_gradients(module: nn.Module) -> None:
     """DivergedError naming the first parameter whose gradient is not finite: an optimiser step would write NaN or
     inf into the weights (a finite loss can have such gradients, e.g. through a solver that overflowed)."""
     gradients = {name: p.grad for name, p in module.named_parameters() if p.grad is not None}
-    # a tensor is finite exactly when its largest absolute entry is (NaN propagates through it): one multi-tensor
-    # reduction and one synchronisation, where isfinite(g).all() wrote a mask as large as each gradient
-    largest = torch._foreach_norm(list(gradients.values()), math.inf)
-    if largest and not torch.isfinite(torch.stack(largest)).all():
+    # a tensor is finite exactly when its smallest and largest entries are (NaN propagates through both): one pass
+    # per gradient and one synchronisation, where isfinite(g).all() wrote a mask as large as each gradient
+    extremes = [extreme for g in gradients.values() for extreme in torch.aminmax(g)]
+    if extremes and not torch.isfinite(torch.stack(extremes)).all():
         name = next(name for name, g in gradients.items() if not torch.isfinite(g).all())
         raise DivergedError(f"the gradient of {name} is not finite")
 
