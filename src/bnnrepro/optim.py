@@ -141,14 +141,14 @@ class SGD(Optimizer):
         grads = [p.grad for p in params]
         directions = torch._foreach_add(grads, params, alpha=weight_decay) if weight_decay else grads
         if self.momentum:
-            fresh = [p not in self.state for p in params]
-            buffers = [self.state[p]["momentum_buffer"] for p, new in zip(params, fresh, strict=True) if not new]
-            continuing = [d for d, new in zip(directions, fresh, strict=True) if not new]
-            if buffers:
+            pairs = list(zip(params, directions, strict=True))
+            continuing = [(self.state[p]["momentum_buffer"], d) for p, d in pairs if p in self.state]
+            if continuing:
+                buffers, continued = (list(column) for column in zip(*continuing, strict=True))
                 torch._foreach_mul_(buffers, self.momentum)
-                torch._foreach_add_(buffers, continuing)
-            for p, d, new in zip(params, directions, fresh, strict=True):
-                if new:
+                torch._foreach_add_(buffers, continued)
+            for p, d in pairs:
+                if p not in self.state:  # a parameter's first step: b = d
                     self.state[p] = {"momentum_buffer": d.clone()}
             directions = [self.state[p]["momentum_buffer"] for p in params]
         torch._foreach_add_(params, directions, alpha=-group["lr"])
