@@ -61,6 +61,29 @@ def test_a_pinned_run_gives_the_same_bits_whatever_kernels_the_cpu_would_pick(sp
     assert recorded["cpu_arithmetic"] == "portable" and recorded["cpu_capability"] == "AVX2" and recorded["cpu"]
     assert recorded["variables"] == {**dict.fromkeys(cpu_arithmetic.VARIABLES), **cpu_arithmetic.SETTINGS["portable"]}
     assert native_narrow["ran_on"]["cpu_capability"] == "DEFAULT"
+    assert recorded["flush_subnormals"] is True and native_narrow["ran_on"]["flush_subnormals"] is True
+
+
+FLUSHED_IN_EVERY_THREAD = """
+import sys, torch
+from bnnrepro.cpu_arithmetic import flushes_subnormals, set_up_process
+if sys.argv[1] == "set_up":
+    set_up_process(2)
+else:
+    torch.set_num_threads(2)
+subnormals = torch.full((4_000_000,), 1e-39)  # split between the two threads
+print(int(torch.mul(subnormals, 1.0).count_nonzero()), flushes_subnormals())
+"""
+
+
+@pytest.mark.parametrize(("setup", "expected"), [("set_up", "0 True"), ("torch_only", "4000000 False")])
+def test_a_job_s_process_flushes_subnormals_in_every_thread(setup: str, expected: str) -> None:
+    """After `set_up_process`, a subnormal times one is zero in both of torch's threads, not only in the one that
+    set it up; the control (torch's own set-up) keeps them."""
+    command = [sys.executable, "-c", FLUSHED_IN_EVERY_THREAD, setup]
+    result = subprocess.run(command, env=environment(ROOT), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == expected.split()
 
 
 def test_a_job_whose_kernels_are_not_the_setting_s_stops_with_the_fix(spiral_file: Path, tmp_path: Path) -> None:

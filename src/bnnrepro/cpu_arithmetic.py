@@ -13,8 +13,15 @@ once, when torch loads, so a job cannot set them itself). `native` leaves each l
 numbers then follow the CPU). Either way the numbers also depend on the thread count (`threads_per_job`), which a run
 records.
 
-A training job checks that the kernels it runs are the setting's (`check`) and records the CPU, the kernels and the
-variables in its metrics.json (`describe`).
+Whatever the setting, a job flushes subnormal floats (magnitudes below 1.2e-38) to zero (`set_up_process`). An x86
+CPU takes a slow path for every operation on a subnormal, and the moment-propagating networks of the thesis (VBP,
+BEDL, the CLT-BNN of RAL) make them in their training steps: BEDL-PAC's default-scale CIFAR-10 run of thesis ch. 5
+took 239 s with them and 51 s without (its epochs 7x faster; benchmarks/subnormals.py). In the 18 default-scale runs
+measured with and without flushing (those methods, the SDE-BNN, HMC, UDN, repulsive ensembles, the UCI benchmark's
+DUN), the metrics, their histories and the trained parameters were bit-identical.
+
+A training job checks that the kernels it runs are the setting's (`check`) and records the CPU, the kernels, the
+variables and the flushing in its metrics.json (`describe`).
 """
 
 from __future__ import annotations
@@ -53,6 +60,22 @@ def check(setting: str) -> None:
         )
 
 
+def set_up_process(threads: int) -> None:
+    """Flush subnormal floats to zero and give torch `threads` threads, before the job's first parallel operation:
+    torch's worker threads take the flushing from the thread that starts them."""
+    import torch
+
+    torch.set_flush_denormal(True)
+    torch.set_num_threads(threads)
+
+
+def flushes_subnormals() -> bool:
+    """Whether this thread's float arithmetic flushes subnormals to zero (a subnormal times one gives zero)."""
+    import torch
+
+    return torch.tensor([1e-39]).mul(1.0).item() == 0.0
+
+
 def running_kernels() -> str:
     """The ATen kernels this process's torch runs. torch is imported here, not with the module: the workflow reads
     `environment` while it builds the DAG, where loading torch would add seconds to every `snakemake` call."""
@@ -72,10 +95,12 @@ def cpu_model() -> str:
 
 
 def describe(setting: str) -> dict:
-    """What a job's arithmetic ran on: the setting, the CPU, torch's kernels and the pinning variables as set."""
+    """What a job's arithmetic ran on: the setting, the CPU, torch's kernels, the pinning variables as set and
+    whether subnormals were flushed to zero."""
     return {
         "cpu_arithmetic": setting,
         "cpu": cpu_model(),
         "cpu_capability": running_kernels(),
         "variables": {name: os.environ.get(name) for name in VARIABLES},
+        "flush_subnormals": flushes_subnormals(),
     }

@@ -132,13 +132,14 @@ def config_digest(resolved_yaml: str) -> str:
 
 
 def start_job(cfg: DictConfig, run: RunFolder) -> tuple[str, torch.device]:
-    """Write the run's resolved config and set up the job's process (torch threads, device, seed) after checking
-    its CPU arithmetic (`bnnrepro.cpu_arithmetic.check`); return the config's digest (a resumable state is loaded
-    only under the same one) and the device."""
+    """Write the run's resolved config and set up the job's process (its arithmetic and torch threads:
+    `bnnrepro.cpu_arithmetic.set_up_process`, device, seed) after checking its CPU kernels
+    (`bnnrepro.cpu_arithmetic.check`); return the config's digest (a resumable state is loaded only under the same
+    one) and the device."""
     resolved = OmegaConf.to_yaml(cfg, resolve=True)
     run.write_text(RunFolder.CONFIG, resolved)
     cpu_arithmetic.check(cfg.cpu_arithmetic)
-    torch.set_num_threads(cfg.threads)
+    cpu_arithmetic.set_up_process(cfg.threads)
     torch.manual_seed(cfg.seed)
     return config_digest(resolved), resolve_device(cfg.device)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bnnrepro.cpu_arithmetic import set_up_process
 from bnnrepro.evaluations.declarations import declared_evaluation
 from bnnrepro.evaluations.inputs import evaluation_inputs, load_run
 from bnnrepro.files import write_atomic
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     declared = declared_evaluation(args.name)
     cfg, splits, method, untrained = load_run(args.run_dir)
-    torch.set_num_threads(cfg.threads)
+    set_up_process(cfg.threads)  # the arithmetic of the run's training job
     torch.manual_seed(cfg.seed)
     with torch.no_grad():
         inputs = evaluation_inputs(args.name, cfg, dict(args.data), untrained)
