@@ -26,6 +26,7 @@ from bnnrepro.models.moment_layers import (
     MomentNetwork,
     PlainNetwork,
     activation_moments,
+    independent_draws,
     layer_shapes,
 )
 
@@ -164,6 +165,39 @@ def test_local_reparameterisation_draws_have_the_layer_moments():
     result = layer.moments(x)
     torch.testing.assert_close(draws.mean(0), result.mean[0].detach(), atol=0.03, rtol=0)
     torch.testing.assert_close(draws.var(0), result.var[0].detach(), atol=0.03, rtol=0.05)
+
+
+def test_independent_draws_pass_at_most_a_chunk_of_rows_and_keep_each_input_in_its_place():
+    passes = []
+
+    def doubled(inputs: torch.Tensor) -> torch.Tensor:
+        passes.append(len(inputs))
+        return 2 * inputs
+
+    x = torch.arange(300.0).unsqueeze(1)
+    torch.testing.assert_close(independent_draws(doubled, x, 7), (2 * x).expand(7, -1, -1))
+    assert passes == [900, 900, 300]  # 3 copies per pass of at most EVALUATION_CHUNK = 1000 rows, then the 7th
+    passes.clear()
+    assert independent_draws(doubled, torch.zeros(1500, 2), 2).shape == (2, 1500, 2)
+    assert passes == [1500, 1500]  # a batch above a chunk: one pass per draw, as a loop
+
+
+@pytest.mark.parametrize("shared_noise", [False, True], ids=["per-row noise", "control: one noise per pass"])
+def test_the_copies_of_a_repeated_batch_are_independent_draws(shared_noise: bool):
+    torch.manual_seed(0)
+    layer = GaussianAffine(LayerShape(3, 1)).double()
+    with torch.no_grad():
+        layer.weight_log_variance.fill_(-1.0)
+    x = torch.randn(20, 3, dtype=torch.float64)
+
+    def one_noise_per_pass(inputs: torch.Tensor) -> torch.Tensor:  # what a sampler drawing weights, not units, does
+        return layer.mean_forward(inputs) + torch.randn((), dtype=torch.float64)
+
+    draws = independent_draws(one_noise_per_pass if shared_noise else layer.sample, x, 4000).detach()[..., 0]
+    across_inputs = np.corrcoef(draws[:, 0], draws[:, 1])[0, 1]
+    across_draws = np.corrcoef(draws[:-1, 0], draws[1:, 0])[0, 1]
+    independent = abs(across_inputs) < 0.1 and abs(across_draws) < 0.1  # 4000 draws: s.e. of a correlation 0.016
+    assert independent is not shared_noise
 
 
 def test_gaussian_layer_kl_equals_torch_distributions():

@@ -94,6 +94,17 @@ def test_same_seed_same_metrics_and_other_seed_other_metrics(spiral_file: Path, 
     assert first["history"] != other["history"]
 
 
+def test_the_training_split_is_scored_at_the_end_only_where_asked(spiral_file: Path, tmp_path: Path) -> None:
+    plain = train(spiral_file, tmp_path / "plain")
+    asked = train(spiral_file, tmp_path / "asked", "train.evaluate_training_split=true")
+    assert not [key for record in plain["history"] for key in record if key.startswith("train_acc")]
+    assert {"train_accuracy", "train_nll", "train_ece"} <= set(asked["history"][-1])
+    assert not [key for record in asked["history"][:-1] for key in record if key.startswith("train_acc")]
+    assert "last_train_accuracy" in asked["metrics"] and "last_train_accuracy" not in plain["metrics"]
+    without_train = [{k: v for k, v in record.items() if not k.startswith("train_")} for record in asked["history"]]
+    assert without_train == [{k: v for k, v in record.items() if not k.startswith("train_")} for record in plain["history"]]
+
+
 def test_a_changed_config_does_not_resume_from_a_stale_checkpoint(spiral_file: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     train(spiral_file, run_dir, "train.epochs=10", "train.checkpoint_every=5")

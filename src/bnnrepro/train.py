@@ -161,7 +161,8 @@ def train(cfg: DictConfig, run: RunFolder) -> dict:
         if epoch % cfg.train.eval_every == 0 or epoch == epochs:
             method.adapt_architecture(optimizer)
             method.fit_posterior(x_train, y_train)
-            splits_now = ("train", "val", "test") if epoch == epochs else ("val", "test")
+            final_train = epoch == epochs and cfg.train.evaluate_training_split
+            splits_now = ("train", "val", "test") if final_train else ("val", "test")
             evaluation = evaluate(method, data, cfg.dataset.task, splits_now, splits.target_standardisation())
             diagnostics = method.diagnostics()
             if not history:

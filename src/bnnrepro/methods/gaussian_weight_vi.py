@@ -44,6 +44,7 @@ from bnnrepro.models.moment_layers import (
     MomentNetwork,
     activation_moments,
     in_chunks,
+    independent_draws,
     network_shapes,
     predictive_in_chunks,
 )
@@ -89,8 +90,8 @@ class GaussianWeightVI(LossMinimiser, FixedArchitectureMethod):
         self.register_buffer("noise_precision", torch.tensor(float(noise_precision)))
 
     def _draws(self, x: torch.Tensor, num_samples: int) -> torch.Tensor:
-        """VarOut: `num_samples` local-reparameterisation passes [S, B, D]."""
-        return torch.stack([self.network.sample(x) for _ in range(num_samples)])
+        """VarOut: `num_samples` local-reparameterisation draws [S, B, D]."""
+        return independent_draws(self.network.sample, x, num_samples)
 
     def expected_log_likelihood(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """E_q[log p(y_n | x_n, w)] per data point [B]."""

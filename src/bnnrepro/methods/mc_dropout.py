@@ -24,7 +24,7 @@ from bnnrepro.inference.heteroscedastic_gaussian import (
 )
 from bnnrepro.methods.fixed_architecture import FixedArchitectureMethod
 from bnnrepro.methods.loss_minimiser import LossMinimiser
-from bnnrepro.models.moment_layers import PlainNetwork, in_chunks, network_shapes
+from bnnrepro.models.moment_layers import PlainNetwork, in_chunks, independent_draws, network_shapes
 
 METHODS = ("mc_dropout",)
 """The Hydra method name (config/train/method/*.yaml `name`) this module builds."""
@@ -60,7 +60,7 @@ class MonteCarloDropout(LossMinimiser, FixedArchitectureMethod):
         self.noise, self.heteroscedastic = noise, heteroscedastic
 
     def _draws(self, x: torch.Tensor, num_samples: int) -> torch.Tensor:
-        return torch.stack([self.network(x, sample_dropout=True) for _ in range(num_samples)])
+        return independent_draws(lambda inputs: self.network(inputs, sample_dropout=True), x, num_samples)
 
     def _log_likelihood(self, draws: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """log p(y | outputs) [S, B] of the outputs under S masks [S, B, ...]."""
