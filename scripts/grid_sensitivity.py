@@ -50,7 +50,7 @@ def run_rows(tree: Path, study_name: str, grid: str, key: str, scale: str = "pap
             short: hparams[key],
             "test_log_likelihood": -metrics["test_nll_original"], "test_rmse": metrics["test_rmse_original"],
             "train_log_likelihood": -metrics.get("train_nll_original", math.nan),
-            "train_rmse": metrics.get("train_rmse_original", math.nan),  # studies ask for train_* (evaluate_training_split)
+            "train_rmse": metrics.get("train_rmse_original", math.nan),  # where train.evaluate_training_split
             "best_test_log_likelihood": -best["test_nll_original"] if best else math.nan,
             "best_epoch": best["epoch"] if best else None,
             "train_seconds": result["train_seconds"], "health": result.get("health", {}).get("status", "ok"),

@@ -324,9 +324,7 @@ def in_chunks(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
     return torch.cat([function(chunk) for chunk in x.split(EVALUATION_CHUNK)], dim)
 
 
-def independent_draws(
-    draw: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, num_samples: int
-) -> torch.Tensor:
+def independent_draws(draw: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, num_samples: int) -> torch.Tensor:
     """`num_samples` draws [S, B, ...] of a network whose noise is drawn per input row (a local-reparameterisation
     pass, a dropout mask), in as few passes as EVALUATION_CHUNK rows allow: each pass takes the inputs repeated, whose
     copies are independent draws. One pass over S x B rows costs a CPU far less than S passes over B (VarOut's five
