@@ -27,8 +27,7 @@ from bnnrepro.methods.mc_dropout import MonteCarloDropout
 from bnnrepro.models.moment_layers import MomentNetwork, PlainNetwork, activation_moments
 from bnnrepro.optim import Adam
 
-UCI = Setting((13,), [], [50], 1, 16, 455)
-LENET5 = Setting(*SETTINGS["mnist_lenet5"].__dict__.values())
+UCI, LENET5 = SETTINGS["uci_mlp"], SETTINGS["mnist_lenet5"]  # the batch is each setup's own (SETUPS)
 
 
 def varout(setting: Setting) -> GaussianWeightVI:
