@@ -64,7 +64,10 @@ SMOOTHING_WINDOW = 5
 """Rounds in the centred moving average of Fig. 4.3's curves: the thesis shows the "smoothed average" without saying
 how; ours averages the per-round mean and standard deviation over 5 rounds (25 labels), fewer at the ends."""
 AXIS_LABELS = {"labels": "labelled points", "epoch": "epoch"}
-THESIS_PLAN = "the full training sets as pools, 50 → 400 labels in rounds of 5, 30 epochs per round, five runs"
+THESIS_PLAN = (
+    "the full training sets as pools, 50 → 400 labels in rounds of 5, RAL's ranking thinned to every 20th point until "
+    "50 candidates, 30 epochs per round, five runs"
+)
 """§4.3.1 and §4.7."""
 SPREAD = "± one standard deviation over seeds, as in the thesis (none for one seed)"
 
@@ -146,7 +149,9 @@ def labelling_note(scale: str, runs: list[Run]) -> str:
     )
     return (
         f"{scale} scale. {pools}; labels {values_text(runs, 'method.initial_labels', defaults.initial_labels)} → "
-        f"{values_text(runs, 'method.budget')} in rounds of {defaults.labels_per_round}, "
+        f"{values_text(runs, 'method.budget')} in rounds of {defaults.labels_per_round}, RAL's ranking thinned to "
+        f"every {values_text(runs, 'method.thinning', defaults.thinning)}th point until "
+        f"{values_text(runs, 'method.candidates', defaults.candidates)} candidates, "
         f"{epochs_text(dict(run.hparams)['train.epochs'] for run in runs)} per round, "
         f"batches of {values_text(runs, 'train.batch_size')}, Adam lr {values_text(runs, 'optim.lr')} decayed "
         f"linearly over the rounds, {seeds_text(runs)}{width} (thesis: {THESIS_PLAN}). Test error of the argmax of the "
