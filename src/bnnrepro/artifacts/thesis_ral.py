@@ -112,7 +112,7 @@ def values_text(runs: list[Run], key: str, default: float | None = None) -> str:
 
 
 def split_sizes(dataset: str, scale: str) -> tuple[str, str]:
-    """('the first 2000', 'the first 1000') or ('all', 'all'): the training and test images a run on `dataset` at
+    """('the first 1000', 'the first 500') or ('all', 'all'): the training and test images a run on `dataset` at
     `scale` reads, the protocol's subsets (the first images of each split)."""
     limits = OmegaConf.select(
         OmegaConf.load(train_config_dir() / "protocol" / f"{dataset}_{scale}.yaml"), "dataset.max_examples"

@@ -63,7 +63,7 @@ def metrics_figure(metrics: pd.DataFrame, task: str) -> Figure:
             values = cells.loc[(TEST_PREFIX + metric, dataset)].reindex(entrants)
             ax.errorbar(values["mean"], range(len(entrants)), xerr=values["standard_error"], fmt="o", ms=3, capsize=2)
             ax.set_yticks(range(len(entrants)), entrants, fontsize=8)
-            ax.set_title(f"{dataset}: test {metric}", fontsize=8)
+            ax.set_title(f"{dataset}\ntest {metric}", fontsize=8)  # two lines: one is wider than a panel
             ax.tick_params(axis="x", labelsize=7)
     axes[0][0].invert_yaxis()  # once: the panels share their y axis; the first method on top, as in the table
     fig.set_layout_engine("constrained")
@@ -94,7 +94,7 @@ def draw_coverage(ax, coverage: pd.DataFrame, dataset: str, legend: bool) -> Non
         values = coverage.get(TEST_PREFIX + metric, pd.Series(index=coverage.index, dtype=float))
         ax.plot(values.to_numpy(), range(len(coverage)), marker, ms=3, label=f"{level:.0%}")
     ax.set_xlim(0, 1.02)
-    ax.set_title(f"{dataset}: test interval coverage", fontsize=8)
+    ax.set_title(f"{dataset}\ntest interval coverage", fontsize=8)
     ax.tick_params(axis="x", labelsize=7)
     if legend:
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), handletextpad=0.2, borderpad=0.3)
