@@ -128,8 +128,8 @@ def test_the_report_draws_a_calibration_panel_per_dataset_where_runs_record_cove
     metrics = pd.DataFrame(rows)
     figure = metrics_figure(metrics, "regression")
     titles = [ax.get_title() for ax in figure.axes]
-    assert titles.count("mine\ntest interval coverage") == 1 and len(figure.axes) == 6
-    panel = figure.axes[titles.index("yours\ntest interval coverage")]
+    assert titles.count("mine\ntest coverage") == 1 and len(figure.axes) == 6
+    panel = figure.axes[titles.index("yours\ntest coverage")]
     assert sorted(line.get_xdata()[0] for line in panel.lines if line.get_linestyle() == "--") == [0.5, 0.9, 0.95]
     older = metrics[~metrics["metric"].str.startswith("test_coverage")]  # runs made before coverage was recorded
     assert len(metrics_figure(older, "regression").axes) == 4

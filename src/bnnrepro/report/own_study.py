@@ -94,7 +94,7 @@ def draw_coverage(ax, coverage: pd.DataFrame, dataset: str, legend: bool) -> Non
         values = coverage.get(TEST_PREFIX + metric, pd.Series(index=coverage.index, dtype=float))
         ax.plot(values.to_numpy(), range(len(coverage)), marker, ms=3, label=f"{level:.0%}")
     ax.set_xlim(0, 1.02)
-    ax.set_title(f"{dataset}\ntest interval coverage", fontsize=8)
+    ax.set_title(f"{dataset}\ntest coverage", fontsize=8)  # "interval coverage" ran into the next title
     ax.tick_params(axis="x", labelsize=7)
     if legend:
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), handletextpad=0.2, borderpad=0.3)
