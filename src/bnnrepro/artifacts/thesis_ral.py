@@ -65,8 +65,8 @@ SMOOTHING_WINDOW = 5
 how; ours averages the per-round mean and standard deviation over 5 rounds (25 labels), fewer at the ends."""
 AXIS_LABELS = {"labels": "labelled points", "epoch": "epoch"}
 THESIS_PLAN = (
-    "the full training sets as pools, 50 → 400 labels in rounds of 5, RAL's ranking thinned to every 20th point until "
-    "50 candidates, 30 epochs per round, five runs"
+    "the full training sets as pools, 50 → 400 labels in rounds of 5, RAL's state the Maxent ranking thinned to "
+    "every 20th point until 50 candidates, 30 epochs per round, five runs"
 )
 """§4.3.1 and §4.7."""
 SPREAD = "± one standard deviation over seeds, as in the thesis (none for one seed)"
@@ -149,8 +149,8 @@ def labelling_note(scale: str, runs: list[Run]) -> str:
     )
     return (
         f"{scale} scale. {pools}; labels {values_text(runs, 'method.initial_labels', defaults.initial_labels)} → "
-        f"{values_text(runs, 'method.budget')} in rounds of {defaults.labels_per_round}, RAL's ranking thinned to "
-        f"every {values_text(runs, 'method.thinning', defaults.thinning)}th point until "
+        f"{values_text(runs, 'method.budget')} in rounds of {defaults.labels_per_round}, RAL's state the Maxent "
+        f"ranking thinned to every {values_text(runs, 'method.thinning', defaults.thinning)}th point until "
         f"{values_text(runs, 'method.candidates', defaults.candidates)} candidates, "
         f"{epochs_text(dict(run.hparams)['train.epochs'] for run in runs)} per round, "
         f"batches of {values_text(runs, 'train.batch_size')}, Adam lr {values_text(runs, 'optim.lr')} decayed "
