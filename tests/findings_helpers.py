@@ -82,6 +82,13 @@ class KeptFolder:
         table.columns = ["nll", "nll_se", "rmse", "rmse_se", "splits"]
         return table
 
+    def vendor_rerun(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """An earlier batch's runs as one CPU vendor's machine made them and as another's made them again
+        (vendor_rerun.csv: the kept metrics' rows of those runs, `value` the first machine's and `rerun` the
+        second's): the two tidy metric tables."""
+        both = pd.read_csv(self.path / "vendor_rerun.csv")
+        return both.drop(columns="rerun"), both.drop(columns="value").rename(columns={"rerun": "value"})
+
     def missing_fragments(self, fragments: Iterable[str]) -> list[str]:
         """The fragments that the findings (as `findings_text` reads them) do not say."""
         text = findings_text(self.path)

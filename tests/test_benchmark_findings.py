@@ -1,6 +1,6 @@
 """The numbers the UCI benchmark's findings (docs/benchmark/paper/uci_benchmark/findings.yaml, and its heteroscedastic
-track's) take from the kept runs, computed again from those runs and from the record of their reproduction on another
-CPU: a new batch cannot leave the prose behind (the control: the same check on runs whose values changed fails).
+track's) take from the kept runs, computed again from those runs and from an earlier batch's runs trained again on
+another CPU vendor's machine (vendor_rerun.csv beside): a new batch cannot leave the prose behind (the control: the same check on runs whose values changed fails).
 Published numbers and the budget experiment's (its CSVs beside) are not the runs'."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 from scipy import stats
 
 from bnnrepro.artifacts.render import standard_error
+from bnnrepro.fidelity.reproduce import relative_differences
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.benchmark import block_keys, ranked, validation_choice
 from bnnrepro.report.ranking import SIGNIFICANCE, Ranking, paired_replicates, study_rankings
@@ -171,18 +172,32 @@ def test_control_heads_with_other_values_fail_the_heteroscedastic_check() -> Non
     assert HETEROSCEDASTIC.missing_fragments(heteroscedastic_fragments(heads, KEPT.metrics()))
 
 
+def vendor_comparison(folder: KeptFolder) -> tuple[int, int, dict[str, dict]]:
+    """The runs of the earlier batch trained again on another CPU vendor's machine (vendor_rerun.csv): how many,
+    how many bit-identical in every kept metric, and per test metric the relative differences
+    (`bnnrepro.fidelity.reproduce.relative_differences`)."""
+    first, second = folder.vendor_rerun()
+    same = pd.Series(first["value"].to_numpy() == second["value"].to_numpy()).groupby(first["run"].to_numpy()).all()
+
+    def values(table: pd.DataFrame) -> dict[tuple[str, str], float]:
+        return dict(zip(zip(table["run"], table["metric"], strict=True), table["value"], strict=True))
+
+    return first["run"].nunique(), int(same.sum()), relative_differences(values(first), values(second))
+
+
 def machine_fragments(folder: KeptFolder) -> list[str]:
-    """'The machine.' finding's phrases, from the kept runs and the record of their reproduction on another CPU."""
-    record = folder.provenance()["reproductions"][-1]
-    rmse = record["relative_differences"]["test_rmse_original"]
+    """'The machine.' finding's phrases, from the earlier batch's runs trained again on another CPU vendor's machine
+    and, for the spread over the splits, the kept runs."""
+    runs, identical, spread = vendor_comparison(folder)
+    rmse = spread["test_rmse_original"]
     method, dataset, *_ = rmse["largest_run"].split("/")
     kept = folder.metrics()
     splits = kept[(kept["method"] == method) & (kept["dataset"] == dataset) & (kept["metric"] == "test_rmse_original")]
-    rerun = pd.read_csv(folder.path / record["metrics_file"]).set_index(["run", "metric"])["value"]
-    moved = rerun[rmse["largest_run"], "test_rmse_original"]
+    _, second = folder.vendor_rerun()
+    moved = second[(second["run"] == rmse["largest_run"]) & (second["metric"] == "test_rmse_original")]["value"].item()
     inside = splits["value"].min() <= moved <= splits["value"].max()
     return [
-        f"none of the {record['runs']} runs of split 0 is bit-identical" if record["identical"] == 0 else "some",
+        f"none of the {runs} runs of split 0 is bit-identical" if identical == 0 else "some",
         f"the test RMSE's median relative difference {rmse['median']:.2g})",
         f"more than 1% in {rmse['above_1_percent']:.0%} of the runs, at most by {rmse['max']:.0%} "
         f"({rmse['largest_run']}), a move {'inside' if inside else 'outside'} the spread",
@@ -190,41 +205,33 @@ def machine_fragments(folder: KeptFolder) -> list[str]:
     ]
 
 
-def test_the_machine_finding_says_what_the_reproduction_record_holds() -> None:
+def test_the_machine_finding_says_what_the_vendor_rerun_holds() -> None:
     missing = KEPT.missing_fragments(machine_fragments(KEPT))
-    assert not missing, f"'The machine.' no longer says what the reproduction record holds: {missing}"
+    assert not missing, f"'The machine.' no longer says what the vendor rerun holds: {missing}"
 
 
 def with_rerun_changed(folder: KeptFolder, tmp_path: Path, rows: Callable, change: Callable) -> KeptFolder:
-    """A copy of the kept folder (its metrics linked) whose latest reproduction's rerun values at `rows` (a function
-    of the rerun table) are `change`d: a control's record."""
+    """A copy of the kept folder (its metrics linked) whose vendor rerun's second-machine values at `rows` (a
+    function of that table) are `change`d: a control's record."""
     copy = tmp_path / "kept"
     shutil.copytree(folder.path, copy, ignore=shutil.ignore_patterns("metrics.csv"))
     (copy / "metrics.csv").symlink_to(folder.path / "metrics.csv")
-    record = folder.provenance()["reproductions"][-1]
-    rerun = pd.read_csv(folder.path / record["metrics_file"])
-    chosen = rows(rerun)
-    rerun.loc[chosen, "value"] = change(rerun.loc[chosen, "value"])
-    rerun.to_csv(copy / record["metrics_file"], index=False)
+    both = pd.read_csv(folder.path / "vendor_rerun.csv")
+    chosen = rows(both)
+    assert chosen.any(), "the control would change nothing"
+    both.loc[chosen, "rerun"] = change(both.loc[chosen, "rerun"])
+    both.to_csv(copy / "vendor_rerun.csv", index=False)
     return KeptFolder(copy)
 
 
 def test_control_a_rerun_outside_the_splits_spread_fails_the_machine_check(tmp_path: Path) -> None:
-    """The same record with the most moved run's rerun RMSE doubled: now outside the splits' spread."""
-    largest = KEPT.provenance()["reproductions"][-1]["relative_differences"]["test_rmse_original"]["largest_run"]
+    """The same rerun with the most moved run's second-machine RMSE doubled: now outside the splits' spread."""
+    largest = vendor_comparison(KEPT)[2]["test_rmse_original"]["largest_run"]
     changed = with_rerun_changed(
-        KEPT, tmp_path, lambda rerun: (rerun["run"] == largest) & (rerun["metric"] == "test_rmse_original"),
+        KEPT, tmp_path, lambda both: (both["run"] == largest) & (both["metric"] == "test_rmse_original"),
         lambda values: values * 2,
     )  # fmt: skip
     assert changed.missing_fragments(machine_fragments(changed))
-
-
-def with_rerun(folder: KeptFolder, record: dict) -> pd.DataFrame:
-    """The kept metrics with the values of a recorded reproduction (its reproduction-k.csv) in place of the kept."""
-    kept = folder.metrics()
-    rerun = pd.read_csv(folder.path / record["metrics_file"]).set_index(["run", "metric"])["value"]
-    replaced = pd.Series(list(zip(kept["run"], kept["metric"], strict=True)), index=kept.index).map(rerun)
-    return kept.assign(value=replaced.where(replaced.notna(), kept["value"]))
 
 
 def rerun_verdicts(metrics: pd.DataFrame, study: str) -> dict[str, object]:
@@ -241,10 +248,12 @@ def rerun_verdicts(metrics: pd.DataFrame, study: str) -> dict[str, object]:
 
 
 def heteroscedastic_machine_fragments(folder: KeptFolder) -> list[str]:
-    """The heteroscedastic track's 'The machine.' phrases: its whole grid trained again on another CPU."""
-    record = folder.provenance()["reproductions"][-1]
-    kept = rerun_verdicts(folder.metrics(), "uci_benchmark_heteroscedastic")
-    again = rerun_verdicts(with_rerun(folder, record), "uci_benchmark_heteroscedastic")
+    """The heteroscedastic track's 'The machine.' phrases: an earlier batch's whole grid trained again on another CPU
+    vendor's machine, and the track's verdicts drawn from each machine's runs."""
+    runs, identical, _ = vendor_comparison(folder)
+    first, second = folder.vendor_rerun()
+    kept = rerun_verdicts(first, "uci_benchmark_heteroscedastic")
+    again = rerun_verdicts(second, "uci_benchmark_heteroscedastic")
     shift = (again["means"]["mean"] - kept["means"]["mean"]).abs() / kept["means"]["standard_error"]
     changed = len(kept["chosen"] - again["chosen"])
     rmse, nll = (again["ranks"][metric] for metric in ("rmse_original", "nll_original"))
@@ -259,7 +268,7 @@ def heteroscedastic_machine_fragments(folder: KeptFolder) -> list[str]:
         f"and {friedman['nll_original']} on NLL ({kept['friedman']['nll_original']:.2g} here)",
         f"the deep ensemble's and MC dropout's {tie} becomes",
         "neither Friedman decision changes" if unchanged else "a Friedman decision changes",
-        f"all {record['runs']} of its runs, {record['identical']} bit-identical",
+        f"all {runs} of its runs, {identical} bit-identical",
         f"{same_ranks} average ranks on RMSE",
         f"becomes {', '.join(moved_tie[:2])}",
         f"Friedman p = {friedman['rmse_original']} on RMSE and {friedman['nll_original']} on NLL",
@@ -274,11 +283,11 @@ def test_the_heteroscedastic_machine_finding_says_what_the_rerun_makes() -> None
 
 
 def test_control_a_rerun_that_moved_a_mean_fails_the_heteroscedastic_machine_check(tmp_path: Path) -> None:
-    """The record with the rerun's test NLL of the deep ensemble on yacht raised by a tenth: a mean moves further."""
+    """The vendor rerun with the second machine's test NLL of the deep ensemble on yacht raised by a tenth: a mean moves further."""
     changed = with_rerun_changed(
         HETEROSCEDASTIC, tmp_path,
-        lambda rerun: rerun["run"].str.startswith("deep_ensemble/uci_yacht/")
-        & (rerun["metric"] == "test_nll_original"),
+        lambda both: both["run"].str.startswith("deep_ensemble/uci_yacht/")
+        & (both["metric"] == "test_nll_original"),
         lambda values: values + 0.1,
     )  # fmt: skip
     assert changed.missing_fragments(heteroscedastic_machine_fragments(changed))
