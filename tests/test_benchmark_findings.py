@@ -1,6 +1,7 @@
 """The numbers the UCI benchmark's findings (docs/benchmark/paper/uci_benchmark/findings.yaml, and its heteroscedastic
 track's) take from the kept runs, computed again from those runs and from an earlier batch's runs trained again on
-another CPU vendor's machine (vendor_rerun.csv beside): a new batch cannot leave the prose behind (the control: the same check on runs whose values changed fails).
+another CPU vendor's machine (vendor_rerun.csv beside): a new batch cannot leave the prose behind (the control: the
+same check on runs whose values changed fails).
 Published numbers and the budget experiment's (its CSVs beside) are not the runs'."""
 
 from __future__ import annotations
@@ -283,7 +284,8 @@ def test_the_heteroscedastic_machine_finding_says_what_the_rerun_makes() -> None
 
 
 def test_control_a_rerun_that_moved_a_mean_fails_the_heteroscedastic_machine_check(tmp_path: Path) -> None:
-    """The vendor rerun with the second machine's test NLL of the deep ensemble on yacht raised by a tenth: a mean moves further."""
+    """The vendor rerun with the second machine's test NLL of the deep ensemble on yacht raised by a tenth: a mean
+    moves further."""
     changed = with_rerun_changed(
         HETEROSCEDASTIC, tmp_path,
         lambda both: both["run"].str.startswith("deep_ensemble/uci_yacht/")
