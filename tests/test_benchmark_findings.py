@@ -53,6 +53,12 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
         counts = dict(part.rsplit(" (", 1) for part in row.iloc[0].split(", ")) if len(row) else {}
         return counts.get(setting, "0/").split("/")[0]
 
+    def grid_end(method: str, key: str, end: Callable) -> float:
+        """The end of `method`'s grid of `key` among the kept runs (the least noise or dropout it offers)."""
+        return end(metrics.loc[metrics["method"] == method, key].dropna())
+
+    dropout, scale = grid_end("mc_dropout", "dropout", min), grid_end("laplace", "scale", min)
+    beta = grid_end("bedl", "noise_precision", max)
     paired = paired_replicates(ranked(selected, STUDY.benchmark), "regression")
     kept = paired[paired["metric"] == "test_nll_original"].groupby("dataset")["seed"].nunique()
     runs = metrics["run"].nunique()
@@ -79,12 +85,12 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
         f"std 0.8 on {'every' if chosen('laplace', 'wine', 'scale=0.8') == '20' else 'not every'} wine split (1.6 "
         f"{'never' if chosen('laplace', 'wine', 'scale=1.6') == '0' else 'sometimes'})",
         f"MC dropout's 0.2 on {chosen('mc_dropout', 'wine', 'dropout=0.2')} of 20",
-        f"MC dropout's 0.001 on {chosen('mc_dropout', 'energy', 'dropout=0.001')} of 20 energy splits and "
-        f"{chosen('mc_dropout', 'yacht', 'dropout=0.001')} of 20 yacht splits",
-        f"BEDL's beta 400 (std 0.05) on {chosen('bedl', 'energy', 'noise_precision=400.0')} and "
-        f"{chosen('bedl', 'yacht', 'noise_precision=400.0')}",
-        f"the Laplace std 0.05 on {chosen('laplace', 'energy', 'scale=0.05')} and "
-        f"{chosen('laplace', 'yacht', 'scale=0.05')}",
+        f"MC dropout's {dropout} on {chosen('mc_dropout', 'energy', f'dropout={dropout}')} of 20 energy splits and "
+        f"{chosen('mc_dropout', 'yacht', f'dropout={dropout}')} of 20 yacht splits",
+        f"BEDL's beta {beta:g} (std {beta**-0.5:g}) on {chosen('bedl', 'energy', f'noise_precision={beta}')} and "
+        f"{chosen('bedl', 'yacht', f'noise_precision={beta}')}",
+        f"the Laplace std {scale} on {chosen('laplace', 'energy', f'scale={scale}')} and "
+        f"{chosen('laplace', 'yacht', f'scale={scale}')}",
         f"finite values of both ({kept['uci_boston']} of 20 on boston and wine"
         if kept["uci_boston"] == kept["uci_wine"]
         else "differ",
