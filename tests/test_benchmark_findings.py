@@ -2,7 +2,7 @@
 track's) take from the kept runs, computed again from those runs and from an earlier batch's runs trained again on
 another CPU vendor's machine (vendor_rerun.csv beside): a new batch cannot leave the prose behind (the control: the
 same check on runs whose values changed fails).
-Published numbers and the budget experiment's (its CSVs beside) are not the runs'."""
+The budget experiments' numbers are checked against their CSVs beside; published numbers are not the runs'."""
 
 from __future__ import annotations
 
@@ -35,8 +35,9 @@ def budget_cell(row: pd.Series, metric: str) -> str:
     return f"{row[metric]:.2f} +- {row[f'{metric}_se']:.2f}"
 
 
-def expected_fragments(metrics: pd.DataFrame) -> list[str]:
-    """The findings' phrases that carry a number of the runs, as the runs make them."""
+def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list[str]:
+    """The findings' phrases that carry a number of the runs (`metrics`) or of the budget experiments (the CSVs in
+    `folder`), as they make them."""
     selected, choices = validation_choice(metrics, STUDY.benchmark["select_by"], block_keys(STUDY.benchmark))
 
     def values(method: str, dataset: str, metric: str) -> pd.Series:
@@ -71,7 +72,18 @@ def expected_fragments(metrics: pd.DataFrame) -> list[str]:
         p = (ranking.posthoc_p() if read else ranking.nemenyi_p).loc[ranking.average_ranks.index[0]]
         return " and ".join(SHOWN[m] for m in ranking.average_ranks.index if p[m] < SIGNIFICANCE) or "none"
 
+    yacht, concrete = (folder.budget(f"mc_dropout_{name}") for name in ("yacht", "concrete"))
+    protocol = "benchmark (40 epochs, 1/5 held out)"
+
+    def both(variant: str) -> str:
+        return f"{yacht.loc[variant, 'nll']:.2f} and {yacht.loc[variant, 'rmse']:.2f}"
+
     return [
+        f"gives NLL {budget_cell(yacht.loc[protocol], 'nll')} and RMSE {budget_cell(yacht.loc[protocol], 'rmse')}",
+        f"four fifths gives {both('no holdout')}, 400 epochs instead of 40 give {both('400 epochs')}, both "
+        f"{both('400 epochs, no holdout')}",
+        f"move the NLL from {concrete.loc[protocol, 'nll']:.2f} to {concrete.loc['no holdout', 'nll']:.2f} (no "
+        f"holdout) and {concrete.loc['400 epochs', 'nll']:.2f} (400 epochs",
         "The deep ensemble, now with" if best == {"deep_ensemble"} else "another best",
         f"on RMSE it tells the deep ensemble only from {told_apart(rmse)};",
         f"on NLL from {told_apart(nll)}, as the NLL ranks' Friedman test "
@@ -109,6 +121,17 @@ def test_every_number_the_findings_take_from_the_runs_is_the_runs() -> None:
 def test_control_runs_with_other_values_fail_the_check(method: str, dataset: str, factor: float) -> None:
     metrics = scaled(KEPT.metrics(), factor, method=method, dataset=dataset, metric="test_.*")
     assert KEPT.missing_fragments(expected_fragments(metrics)), "the changed runs pass the check"
+
+
+def test_control_a_budget_experiment_with_other_values_fails_the_check(tmp_path: Path) -> None:
+    """The yacht budget experiment's CSV with its 400-epoch row's NLL raised by a tenth."""
+    copy = tmp_path / "kept"
+    shutil.copytree(KEPT.path, copy, ignore=shutil.ignore_patterns("metrics.csv", "vendor_rerun.csv"))
+    budget = copy / "sensitivity_budget_mc_dropout_yacht.csv"
+    table = pd.read_csv(budget)
+    table.loc[table["variant"] == "400 epochs", "test_nll_original"] += 0.1
+    table.to_csv(budget, index=False)
+    assert KeptFolder(copy).missing_fragments(expected_fragments(KEPT.metrics(), KeptFolder(copy)))
 
 
 @pytest.mark.parametrize(("method", "metric"), [("bedl", "test_rmse_original"), ("mfvi", "test_nll_original")])
