@@ -202,11 +202,10 @@ def test_control_heads_with_other_values_fail_the_heteroscedastic_check() -> Non
     assert HETEROSCEDASTIC.missing_fragments(heteroscedastic_fragments(heads, KEPT.metrics()))
 
 
-def vendor_comparison(folder: KeptFolder) -> tuple[int, int, dict[str, dict]]:
-    """The runs of the earlier batch trained again on another CPU vendor's machine (vendor_rerun.csv): how many,
-    how many bit-identical in every kept metric, and per test metric the relative differences
-    (`bnnrepro.fidelity.reproduce.relative_differences`)."""
-    first, second = folder.vendor_rerun()
+def vendor_comparison(first: pd.DataFrame, second: pd.DataFrame) -> tuple[int, int, dict[str, dict]]:
+    """The runs of the earlier batch as one CPU vendor's machine made them (`first`) and another's again (`second`,
+    `KeptFolder.vendor_rerun`): how many, how many bit-identical in every kept metric, and per test metric the
+    relative differences (`bnnrepro.fidelity.reproduce.relative_differences`)."""
     same = pd.Series(first["value"].to_numpy() == second["value"].to_numpy()).groupby(first["run"].to_numpy()).all()
 
     def values(table: pd.DataFrame) -> dict[tuple[str, str], float]:
@@ -218,12 +217,12 @@ def vendor_comparison(folder: KeptFolder) -> tuple[int, int, dict[str, dict]]:
 def machine_fragments(folder: KeptFolder) -> list[str]:
     """'The machine.' finding's phrases, from the earlier batch's runs trained again on another CPU vendor's machine
     and, for the spread over the splits, the kept runs."""
-    runs, identical, spread = vendor_comparison(folder)
+    first, second = folder.vendor_rerun()
+    runs, identical, spread = vendor_comparison(first, second)
     rmse = spread["test_rmse_original"]
     method, dataset, *_ = rmse["largest_run"].split("/")
     kept = folder.metrics()
     splits = kept[(kept["method"] == method) & (kept["dataset"] == dataset) & (kept["metric"] == "test_rmse_original")]
-    _, second = folder.vendor_rerun()
     moved = second[(second["run"] == rmse["largest_run"]) & (second["metric"] == "test_rmse_original")]["value"].item()
     inside = splits["value"].min() <= moved <= splits["value"].max()
     return [
@@ -256,7 +255,7 @@ def with_rerun_changed(folder: KeptFolder, tmp_path: Path, rows: Callable, chang
 
 def test_control_a_rerun_outside_the_splits_spread_fails_the_machine_check(tmp_path: Path) -> None:
     """The same rerun with the most moved run's second-machine RMSE doubled: now outside the splits' spread."""
-    largest = vendor_comparison(KEPT)[2]["test_rmse_original"]["largest_run"]
+    largest = vendor_comparison(*KEPT.vendor_rerun())[2]["test_rmse_original"]["largest_run"]
     changed = with_rerun_changed(
         KEPT, tmp_path, lambda both: (both["run"] == largest) & (both["metric"] == "test_rmse_original"),
         lambda values: values * 2,
@@ -280,8 +279,8 @@ def rerun_verdicts(metrics: pd.DataFrame, study: str) -> dict[str, object]:
 def heteroscedastic_machine_fragments(folder: KeptFolder) -> list[str]:
     """The heteroscedastic track's 'The machine.' phrases: an earlier batch's whole grid trained again on another CPU
     vendor's machine, and the track's verdicts drawn from each machine's runs."""
-    runs, identical, _ = vendor_comparison(folder)
     first, second = folder.vendor_rerun()
+    runs, identical, _ = vendor_comparison(first, second)
     kept = rerun_verdicts(first, "uci_benchmark_heteroscedastic")
     again = rerun_verdicts(second, "uci_benchmark_heteroscedastic")
     shift = (again["means"]["mean"] - kept["means"]["mean"]).abs() / kept["means"]["standard_error"]
