@@ -26,6 +26,8 @@ from xdist.scheduler import LoadScopeScheduling
 from bnnrepro import layout
 
 ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "datasets"
+"""The real UCI and mocap files beside the project, where CI and the sessions have them (users do not)."""
 PROJECT_FILES = [
     "Snakefile",
     "workflow",

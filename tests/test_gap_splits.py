@@ -1,0 +1,70 @@
+"""The UCI "gap" splits (bnnrepro.data.uci.gap_split; Foong et al. 2019): on the real data, the test set is the middle
+third of the rows by one feature, the same rows as the DUN authors' files where no tie straddles a third's edge; a
+random split (the control) has no gap."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from bnnrepro.data import uci
+from tests.conftest import SHARED
+
+pytestmark = pytest.mark.skipif(
+    not SHARED.exists(), reason="../shared/datasets (the real UCI files) is not beside the project"
+)
+
+DUN_TEST_ROWS = {
+    # sha256 of the sorted row indices of `cambridge-mlg/DUN` experiments/data/UCI_for_sharing/gap/<set>/data/
+    # index_test_0.txt, joined by commas (168 and 256 rows)
+    "bostonHousing": "cfeda963daf3cd9729005a38d37920c2c33d8e75acbd6ba5732187baf11b6ff2",
+    "energy": "e2198a40cbeecd812048ff20b70f9466b7bb9f2dfafeff26b3c66fdf566888d4",
+}
+
+
+def features(folder: str) -> np.ndarray:
+    table = np.loadtxt(SHARED / f"uci/{folder}/data.txt")
+    return table[:, np.atleast_1d(np.loadtxt(SHARED / f"uci/{folder}/index_features.txt", dtype=int))]
+
+
+def fingerprint(rows: np.ndarray) -> str:
+    return hashlib.sha256(",".join(map(str, sorted(rows.tolist()))).encode()).hexdigest()
+
+
+def has_gap(x: np.ndarray, feature: int, train: np.ndarray, test: np.ndarray) -> bool:
+    """No training row's value of `feature` lies strictly inside the test rows' range of it."""
+    low, high = x[test, feature].min(), x[test, feature].max()
+    return not ((x[train, feature] > low) & (x[train, feature] < high)).any()
+
+
+@pytest.mark.parametrize("folder", sorted(DUN_TEST_ROWS))
+def test_split_0_tests_the_dun_authors_rows(folder: str) -> None:
+    _, _, test = uci.gap_split(features(folder), 0, 0.2)
+    assert fingerprint(test) == DUN_TEST_ROWS[folder]
+
+
+@pytest.mark.parametrize("folder", ["yacht", "concrete", "wine-quality-red"])
+def test_every_feature_leaves_a_gap_of_a_third_of_the_rows(folder: str) -> None:
+    x = features(folder)
+    rows = len(x)
+    for feature in range(x.shape[1]):
+        train, val, test = uci.gap_split(x, feature, 0.2)
+        assert len(test) == 2 * rows // 3 - -(-rows // 3)
+        assert sorted([*train, *val, *test]) == list(range(rows))
+        assert has_gap(x, feature, np.concatenate([train, val]), test)
+        assert len(val) == round(0.2 * (len(train) + len(val)))
+        # validation comes from both outer thirds (a tie at a third's edge can put the same value on both sides)
+        assert (x[val, feature] <= x[test, feature].min()).any() and (x[val, feature] >= x[test, feature].max()).any()
+
+
+def test_control_a_random_split_has_no_gap() -> None:
+    x = features("yacht")
+    train, _, test = uci.split_indices({"x": x, "y": np.zeros(len(x))}, 0, "udn", 0.0)
+    assert not has_gap(x, 0, train, test)
+
+
+def test_a_feature_the_set_lacks_is_an_error_naming_the_count() -> None:
+    with pytest.raises(ValueError, match="has 6 .one per input feature"):
+        uci.split_indices({"x": features("yacht")}, 6, "gap", 0.2)
