@@ -1,4 +1,4 @@
-"""A benchmark (a study file's `benchmark:` block, bnnrepro.pipeline.studies.benchmark_grids and
+"""A benchmark (a study file's `benchmark:` block, bnnrepro.pipeline.benchmark_grids and
 bnnrepro.report.benchmark): every method that declares the task unless left out, one grid per method with its own
 tuning values, the settings chosen on validation data only, and the published numbers judged by the fidelity rule,
 with negative controls (a constant predictor, a setting that is best on test data but not on validation)."""
@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from bnnrepro.artifacts.verdict_rules import AGREES, DIFFERS, NOT_COMPARABLE, NOT_JUDGED
+from bnnrepro.pipeline.benchmark_grids import benchmark_grids
 from bnnrepro.pipeline.method_tasks import methods_taking
-from bnnrepro.pipeline.studies import StudyError, benchmark_grids, load_study, task_mismatch
+from bnnrepro.pipeline.studies import StudyError, load_study, task_mismatch
 from bnnrepro.report.benchmark import published_comparison, published_values, validation_choice
 from tests.conftest import copy_project
 from tests.conftest import run as run_command

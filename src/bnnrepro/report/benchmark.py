@@ -1,4 +1,4 @@
-"""A benchmark's results (a study of your own with a `benchmark:` block, bnnrepro.pipeline.studies.benchmark_grids):
+"""A benchmark's results (a study of your own with a `benchmark:` block, bnnrepro.pipeline.benchmark_grids):
 each method's setting chosen per dataset and replicate by its validation metric, and the published numbers of the
 methods that have them beside ours, each cell judged by the fidelity document's rule (bnnrepro.artifacts.verdict_rules).
 
