@@ -294,7 +294,7 @@ def heteroscedastic_machine_fragments(folder: KeptFolder) -> list[str]:
     decided = {metric: p < SIGNIFICANCE for metric, p in kept["friedman"].items()}
     unchanged = decided == {metric: p < SIGNIFICANCE for metric, p in again["friedman"].items()}
     return [
-        f"and {friedman['nll_original']} on NLL ({kept['friedman']['nll_original']:.2g} here)",
+        f"and {friedman['nll_original']} on NLL ({kept['friedman']['nll_original']:.2g} from the EPYC's)",
         f"the deep ensemble's and MC dropout's {tie} becomes",
         "neither Friedman decision changes" if unchanged else "a Friedman decision changes",
         f"all {runs} of its runs, {identical} bit-identical",
@@ -321,3 +321,60 @@ def test_control_a_rerun_that_moved_a_mean_fails_the_heteroscedastic_machine_che
         lambda values: values + 0.1,
     )  # fmt: skip
     assert changed.missing_fragments(heteroscedastic_machine_fragments(changed))
+
+
+def same_vendor_fragments(folder: KeptFolder) -> list[str]:
+    """The heteroscedastic track's same-vendor phrases: the kept runs against the batch before as the same vendor's
+    machine made it (vendor_rerun.csv's first machine): whether the deep ensemble's runs are bit-identical in every
+    metric but the CRPS, in how many the CRPS differs (by float32 rounding at most), MFVI's and MC dropout's median
+    relative difference of the test RMSE, and the kept batch's average ranks and Friedman decisions against the
+    batch before's."""
+    before, _ = folder.vendor_rerun()
+    both = folder.metrics().merge(before, on=["run", "metric"], suffixes=("", "_before"))
+    both["same"] = (both["value"] == both["value_before"]) | (both["value"].isna() & both["value_before"].isna())
+    both["moved"] = (both["value"] / both["value_before"] - 1).abs()
+    both["method"] = both["run"].str.split("/").str[0]
+    ensemble = both[both["method"] == "deep_ensemble"]
+    crps = ensemble["metric"].str.startswith("test_crps")
+    runs = ensemble["run"].nunique()
+    rest_same = ensemble[~crps]["same"].all() and ensemble.loc[crps, "moved"].max() < 1e-6
+    apart = runs - int(ensemble.groupby("run")["same"].all().sum())
+    rmse = both[both["metric"] == "test_rmse_original"].groupby("method")["moved"].median()
+    now, earlier = (rerun_verdicts(m, "uci_benchmark_heteroscedastic") for m in (folder.metrics(), before))
+    ranks, friedman = now["ranks"], now["friedman"]
+    rejects = {metric: p < SIGNIFICANCE for metric, p in friedman.items()}
+    reverse = rejects == {metric: p >= SIGNIFICANCE for metric, p in earlier["friedman"].items()}
+    ensemble_rank = {ranks[metric]["deep_ensemble"] for metric in ranks}
+    return [
+        f"the deep ensemble's average rank is {ensemble_rank.pop():.1f} on both metrics"
+        if len(ensemble_rank) == 1
+        else "differs",
+        f"MC dropout's {ranks['rmse_original']['mc_dropout']:.1f} on RMSE and {ranks['nll_original']['mc_dropout']:.1f}"
+        " on NLL",
+        f"the Friedman test rejects on NLL (p = {friedman['nll_original']:.2g}) and not on RMSE "
+        f"(p = {friedman['rmse_original']:.2g})"
+        if rejects == {"nll_original": True, "rmse_original": False}
+        else "other decisions",
+        "the reverse of the batch before" if reverse else "not the reverse",
+        f"the deep ensemble's {runs} runs of that batch",
+        "are bit-identical in every metric but the CRPS" if rest_same else "are not bit-identical",
+        f"whose last digit differs in {apart} of them",
+        f"(their test RMSE by a median {rmse['mfvi']:.2%} and {rmse['mc_dropout'] * 100:.2g}%)",
+    ]
+
+
+def test_the_same_vendor_finding_says_what_the_kept_runs_and_the_batch_before_make() -> None:
+    missing = HETEROSCEDASTIC.missing_fragments(same_vendor_fragments(HETEROSCEDASTIC))
+    assert not missing, f"the heteroscedastic track's same-vendor sentence no longer says what the runs make: {missing}"
+
+
+def test_control_a_kept_ensemble_run_that_moved_fails_the_same_vendor_check(tmp_path: Path) -> None:
+    """The kept deep ensemble's test RMSE on one yacht split raised by a thousandth: no longer bit-identical."""
+    copy = tmp_path / "kept"
+    shutil.copytree(HETEROSCEDASTIC.path, copy)
+    metrics = pd.read_csv(copy / "metrics.csv")
+    row = (metrics["run"] == "deep_ensemble/uci_yacht/split=0/seed=0") & (metrics["metric"] == "test_rmse_original")
+    assert row.sum() == 1, "the control would change nothing"
+    metrics.loc[row, "value"] *= 1.001
+    metrics.to_csv(copy / "metrics.csv", index=False)
+    assert KeptFolder(copy).missing_fragments(same_vendor_fragments(KeptFolder(copy)))
