@@ -16,8 +16,10 @@ from scipy import stats
 
 from bnnrepro.artifacts.render import standard_error
 from bnnrepro.fidelity.reproduce import relative_differences
+from bnnrepro.files import read_json
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.benchmark import block_keys, ranked, validation_choice
+from bnnrepro.report.practical_equivalence import DECIDED
 from bnnrepro.report.ranking import SIGNIFICANCE, Ranking, paired_replicates, study_rankings
 from tests.conftest import ROOT
 from tests.findings_helpers import KeptFolder, scaled
@@ -378,3 +380,56 @@ def test_control_a_kept_ensemble_run_that_moved_fails_the_same_vendor_check(tmp_
     metrics.loc[row, "value"] *= 1.001
     metrics.to_csv(copy / "metrics.csv", index=False)
     assert KeptFolder(copy).missing_fragments(same_vendor_fragments(KeptFolder(copy)))
+
+
+GAP = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark_gap")
+
+
+def gap_fragments(gap: pd.DataFrame, standard: pd.DataFrame) -> list[str]:
+    """The gap splits' findings' phrases, from their kept runs, the standard splits' (uci_benchmark) and the kept
+    hierarchical posteriors."""
+    change = (selected_means(gap, "uci_benchmark_gap") - selected_means(standard, "uci_benchmark")).dropna()
+    nll = change.xs("test_nll_original", level="metric")
+    energy = nll.xs("uci_energy", level="dataset")
+    benchmark = load_study("uci_benchmark_gap").benchmark
+    selected, _ = validation_choice(gap, benchmark["select_by"], block_keys(benchmark))
+    rows = selected[(selected["dataset"] == "uci_energy") & (selected["metric"] == "test_nll_original")]
+    by_split = rows.pivot_table(index="split", columns="method", values="value")
+    rankings = study_rankings(paired_replicates(ranked(selected, benchmark), "regression"), "regression")
+    ranks = {r.metric: r.average_ranks for r in rankings}
+    posteriors = read_json(GAP.path / "hierarchical.json")
+    decided = max(max(p["worse"], p["equivalent"] + p["better"]) for m in posteriors.values() for p in m.values())
+    return [
+        f"worse on the gap splits for {int((nll > 0).sum())} of the {len(nll)} methods and datasets",
+        f"within {nll[nll <= 0].abs().max():.2f}",
+        f"from {energy.min():+.2f} for the deep ensemble to {energy.max():+.2f} for the plain network"
+        if (energy.idxmin(), energy.idxmax()) == ("deep_ensemble", "finite")
+        else "other methods",
+        f"test NLL there is {by_split['finite'].mean():.2f}",
+        *(
+            f"{name} {by_split.loc[0, method]:.1f} and {by_split.loc[1, method]:.1f}"
+            for name, method in (
+                ("the deep ensemble's test NLL is", "deep_ensemble"),
+                ("the plain network's", "finite"),
+            )
+        ),
+        f"stays at or below {by_split.loc[4:7].max().max():.1f}",
+        "The deep ensemble has the best average rank on both metrics"
+        if {r.index[0] for r in ranks.values()} == {"deep_ensemble"}
+        else "another best",
+        "MFVI ties it on NLL" if ranks["nll_original"]["mfvi"] == ranks["nll_original"]["deep_ensemble"] else "no tie",
+        "neither Friedman test rejects" if all(r.friedman_p >= SIGNIFICANCE for r in rankings) else "one rejects",
+        "the hierarchical test tells no method from the best" if decided < DECIDED else "decides",
+        f"on NLL its average rank is {ranks['nll_original']['dun']:.1f} of 5",
+        f"P(worse than the ensemble) {posteriors['nll_original']['dun']['worse']:.2f}",
+    ]
+
+
+def test_the_gap_findings_say_what_the_kept_runs_make() -> None:
+    missing = GAP.missing_fragments(gap_fragments(GAP.metrics(), KEPT.metrics()))
+    assert not missing, f"the gap splits' findings no longer say what the kept runs make: {missing}"
+
+
+def test_control_gap_runs_with_other_values_fail_the_gap_check() -> None:
+    gap = scaled(GAP.metrics(), 0.5, method="finite", dataset="uci_energy", metric="test_.*")
+    assert GAP.missing_fragments(gap_fragments(gap, KEPT.metrics()))

@@ -1,6 +1,7 @@
 """The UCI "gap" splits (bnnrepro.data.uci.gap_split; Foong et al. 2019): on the real data, the test set is the middle
 third of the rows by one feature, the same rows as the DUN authors' files where no tie straddles a third's edge; a
-random split (the control) has no gap."""
+random split (the control) has no gap. The benchmark on them (config/studies/uci_benchmark_gap.yaml) runs one split
+per feature, in run folders of its own."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import numpy as np
 import pytest
 
 from bnnrepro.data import uci
+from bnnrepro.pipeline.studies import load_study
 from tests.conftest import SHARED
 
-pytestmark = pytest.mark.skipif(
+needs_real_data = pytest.mark.skipif(
     not SHARED.exists(), reason="../shared/datasets (the real UCI files) is not beside the project"
 )
 
@@ -39,12 +41,14 @@ def has_gap(x: np.ndarray, feature: int, train: np.ndarray, test: np.ndarray) ->
     return not ((x[train, feature] > low) & (x[train, feature] < high)).any()
 
 
+@needs_real_data
 @pytest.mark.parametrize("folder", sorted(DUN_TEST_ROWS))
 def test_split_0_tests_the_dun_authors_rows(folder: str) -> None:
     _, _, test = uci.gap_split(features(folder), 0, 0.2)
     assert fingerprint(test) == DUN_TEST_ROWS[folder]
 
 
+@needs_real_data
 @pytest.mark.parametrize("folder", ["yacht", "concrete", "wine-quality-red"])
 def test_every_feature_leaves_a_gap_of_a_third_of_the_rows(folder: str) -> None:
     x = features(folder)
@@ -59,12 +63,31 @@ def test_every_feature_leaves_a_gap_of_a_third_of_the_rows(folder: str) -> None:
         assert (x[val, feature] <= x[test, feature].min()).any() and (x[val, feature] >= x[test, feature].max()).any()
 
 
+@needs_real_data
 def test_control_a_random_split_has_no_gap() -> None:
     x = features("yacht")
     train, _, test = uci.split_indices({"x": x, "y": np.zeros(len(x))}, 0, "udn", 0.0)
     assert not has_gap(x, 0, train, test)
 
 
+@needs_real_data
 def test_a_feature_the_set_lacks_is_an_error_naming_the_count() -> None:
     with pytest.raises(ValueError, match="has 6 .one per input feature"):
         uci.split_indices({"x": features("yacht")}, 6, "gap", 0.2)
+
+
+@pytest.mark.parametrize("scale", ["smoke", "paper"])
+def test_the_gap_benchmark_runs_one_split_per_feature_in_folders_of_their_own(scale: str) -> None:
+    """config/studies/uci_benchmark_gap.yaml: at paper every set's splits are its input features (uci.SHAPES), every
+    run composes the gap protocol, and no run shares a folder with the standard splits' benchmark."""
+    gap, standard = load_study("uci_benchmark_gap"), load_study("uci_benchmark")
+    runs = gap.runs(scale)
+    assert runs and all("dataset.protocol=gap" in gap.overrides(run) for run in runs)
+    assert not {run.folder for run in runs} & {run.folder for run in standard.runs(scale)}
+    if scale == "paper":
+        splits = {run.dataset: set() for run in runs}
+        for run in runs:
+            splits[run.dataset].add(dict(run.hparams)["dataset.split"])
+        assert {name: sorted(found) for name, found in splits.items()} == {
+            name: list(range(uci.SHAPES[name][1])) for name in splits
+        }

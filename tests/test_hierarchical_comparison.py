@@ -89,6 +89,8 @@ def test_kept_posteriors_are_used_while_current_and_a_changed_run_asks_for_a_new
     changed.loc[changed.index[0], "value"] *= 1.01  # one split of one run
     with pytest.raises(StalePosteriors, match=r"rmse_original .*python -m bnnrepro.report.benchmark_document"):
         kept_comparisons(tmp_path, [ranking], changed)
+    with pytest.raises(StalePosteriors):  # the same runs, splits that hold out another share (the gap splits' third)
+        kept_comparisons(tmp_path, [ranking], metrics, holdout=0.333)
     (tmp_path / POSTERIORS_FILE).unlink()
     with pytest.raises(StalePosteriors, match="no current hierarchical posterior"):
         kept_comparisons(tmp_path, [ranking], metrics)

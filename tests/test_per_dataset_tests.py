@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from baycomp import CorrelatedTTest
 
-from bnnrepro.report.per_dataset_tests import compare_within_datasets, corrected_t, split_verdict
+from bnnrepro.pipeline.studies import load_study
+from bnnrepro.report.per_dataset_tests import compare_within_datasets, corrected_t, holdout_fraction, split_verdict
 
 
 def tidy(values: dict[str, dict[str, np.ndarray]], metric: str = "test_nll_original") -> pd.DataFrame:
@@ -60,3 +61,16 @@ def test_identical_differences_over_the_splits_are_no_test() -> None:
     values = {"a": {"best": np.linspace(1, 2, 5), "other": np.linspace(1, 2, 5) + 0.5}}
     (comparison,) = compare_within_datasets(tidy(values), "nll_original")
     assert math.isnan(comparison.p) and math.isnan(comparison.p_holm) and split_verdict(comparison) == "not told apart"
+
+
+def test_a_larger_held_out_share_widens_the_test() -> None:
+    """The gap splits hold out a third (config/studies/uci_benchmark_gap.yaml `holdout_fraction`): the correction
+    for overlapping training sets grows with it, so the same shortfalls give a larger p-value; the standard benchmark
+    keeps the tenth."""
+    rng = np.random.default_rng(3)
+    base = 2.0 + rng.normal(0, 0.3, 8)
+    values = {"a": {"best": base + rng.normal(0, 0.01, 8), "other": base + 0.05 + rng.normal(0, 0.05, 8)}}
+    tenth, third = (compare_within_datasets(tidy(values), "nll_original", share)[0].p for share in (0.1, 0.333))
+    assert tenth < third
+    assert holdout_fraction(load_study("uci_benchmark").benchmark) == 0.1
+    assert holdout_fraction(load_study("uci_benchmark_gap").benchmark) == 0.333

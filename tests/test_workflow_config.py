@@ -44,7 +44,7 @@ def test_a_mistyped_key_is_named(project: Path) -> None:
 def test_an_unknown_study_lists_the_available_studies(project: Path) -> None:
     message = dry_run_error(project, "studies=[udn_spiral]")
     assert "unknown study 'udn_spiral'; available studies: " in message
-    available = "thesis_vbp, toy2d_benchmark, uci_benchmark, uci_benchmark_heteroscedastic, udn_images, udn_spirals"
+    available = "toy2d_benchmark, uci_benchmark, uci_benchmark_gap, uci_benchmark_heteroscedastic, udn_images"
     assert available in message
 
 

@@ -32,7 +32,7 @@ from bnnrepro.report.benchmark import (
 )
 from bnnrepro.report.hierarchical_comparison import kept_comparisons
 from bnnrepro.report.own_study import COVERAGE_LEVELS
-from bnnrepro.report.per_dataset_tests import HOLDOUT_FRACTION, compare_within_datasets, split_verdict
+from bnnrepro.report.per_dataset_tests import compare_within_datasets, holdout_fraction, split_verdict
 from bnnrepro.report.practical_equivalence import (
     DECIDED,
     RANKED_METRICS_DIRECTION,
@@ -150,7 +150,7 @@ def pool_sensitivity(ranking: Ranking) -> str:
 HIERARCHICAL_TEST = (
     "Each method against the best (by average rank) over the datasets, with each dataset's splits as its repeated "
     "measures: the hierarchical Bayesian t-test (Corani et al. 2017, baycomp with Stan; the splits' correlation "
-    f"the held-out share, {HOLDOUT_FRACTION:g}), P(worse than the best by more than the region of practical "
+    "the held-out share, {holdout:.3g}), P(worse than the best by more than the region of practical "
     f"equivalence on a new dataset), P(within it), P(better); decided at {DECIDED}."
 )
 SIGNED_RANK_TEST = (
@@ -233,11 +233,12 @@ def calibration_section(selected: pd.DataFrame) -> list[str]:
     return lines
 
 
-def per_dataset_section(selected: pd.DataFrame, task: str) -> list[str]:
-    """Per dataset and ranked metric: its best method over the splits, and the others by `split_verdict`."""
+def per_dataset_section(selected: pd.DataFrame, task: str, holdout: float) -> list[str]:
+    """Per dataset and ranked metric: its best method over the splits (each holding out the share `holdout`), and the
+    others by `split_verdict`."""
     lines = [
         "Within each dataset, each method against the dataset's best mean over its splits, paired by split: the "
-        f"corrected resampled t-test (Nadeau & Bengio 2003; a split holds out {HOLDOUT_FRACTION:g} of the data, so "
+        f"corrected resampled t-test (Nadeau & Bengio 2003; a split holds out {holdout:.3g} of the data, so "
         "the variance of the mean is scaled by 1/n + n_test/n_train, as the splits' training sets overlap), *worse* "
         f"at {SIGNIFICANCE} after Holm's correction over every comparison of the metric; *equivalent* where the "
         f"Bayesian correlated t-test (Corani & Benavoli 2015) puts at least {DECIDED} within the ROPE above. These "
@@ -246,7 +247,7 @@ def per_dataset_section(selected: pd.DataFrame, task: str) -> list[str]:
     ]
     for metric in RANKED_METRICS[task]:
         name = SHOWN_METRICS.get(metric, metric)
-        comparisons = compare_within_datasets(selected, metric)
+        comparisons = compare_within_datasets(selected, metric, holdout)
         for dataset in dict.fromkeys(c.dataset for c in comparisons):
             own = [c for c in comparisons if c.dataset == dataset]
             grouped = {v: [c.method for c in own if split_verdict(c) == v] for v in ("equivalent", "worse")}
@@ -336,7 +337,8 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     rankings = study_rankings(paired, task)
     costs = method_costs(tidy, block_keys(study.benchmark))
     to_best, missing = compare_each(rankings), not_run(folder, tidy)
-    hierarchical = kept_comparisons(folder, rankings, paired, sample)
+    holdout = holdout_fraction(study.benchmark)
+    hierarchical = kept_comparisons(folder, rankings, paired, sample, holdout)
     wall = provenance.get("wall_seconds")
     lines = [
         f"## {provenance['study']} at `{provenance['scale']}`",
@@ -382,7 +384,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         "",
         "### Practically equivalent to the best?",
         "",
-        *equivalence_section(hierarchical, f"{HIERARCHICAL_TEST} {rope_sentence(task)}"),
+        *equivalence_section(hierarchical, f"{HIERARCHICAL_TEST.format(holdout=holdout)} {rope_sentence(task)}"),
         *equivalence_section(to_best, SIGNED_RANK_TEST),
     ]
     for metric, name in SHOWN_METRICS.items():
@@ -392,7 +394,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
             *metric_table(selected, metric),
             "",
         ]
-    lines += ["", "### Per dataset", "", *per_dataset_section(paired, task), ""]
+    lines += ["", "### Per dataset", "", *per_dataset_section(paired, task, holdout), ""]
     if task == "regression":
         lines += ["### Calibration", "", *calibration_section(selected), ""]
     lines += ["### Published numbers beside ours", "", *published_section(compared), ""]

@@ -65,12 +65,12 @@ def shortfall_matrix(selected: pd.DataFrame, metric: str, best: str, method: str
     return np.array([row[:splits] for row in rows], dtype=float)
 
 
-def input_digest(shortfall: np.ndarray, metric: str) -> str:
+def input_digest(shortfall: np.ndarray, metric: str, holdout: float = HOLDOUT_FRACTION) -> str:
     """sha256 of what a posterior depends on: the shortfalls' values and shape, the ROPE, rho, Stan's settings and
     the versions of the libraries that sample it."""
     hasher = hashlib.sha256(np.ascontiguousarray(shortfall).tobytes())
     versions = {name: importlib.metadata.version(name) for name in LIBRARIES}
-    settings = {"shape": shortfall.shape, "rope": ROPES[metric], "rho": HOLDOUT_FRACTION, **STAN, **versions}
+    settings = {"shape": shortfall.shape, "rope": ROPES[metric], "rho": holdout, **STAN, **versions}
     hasher.update(json.dumps(settings, sort_keys=True).encode())
     return hasher.hexdigest()
 
@@ -91,13 +91,16 @@ def _seeded_stan_in(folder: str, seed: int) -> Iterator[None]:
         os.chdir(cwd)
 
 
-def hierarchical_probabilities(shortfall: np.ndarray, metric: str) -> tuple[float, float, float]:
-    """(P(worse), P(equivalent), P(better)) on a new dataset, from the [datasets x splits] shortfalls."""
+def hierarchical_probabilities(
+    shortfall: np.ndarray, metric: str, holdout: float = HOLDOUT_FRACTION
+) -> tuple[float, float, float]:
+    """(P(worse), P(equivalent), P(better)) on a new dataset, from the [datasets x splits] shortfalls of splits that
+    each hold out the share `holdout`."""
     from baycomp import HierarchicalTest
 
     # runs: baycomp takes rho = runs / splits (1/folds of a k-fold cross-validation); a split holds out the share
-    # HOLDOUT_FRACTION, which makes rho that share
-    runs = shortfall.shape[1] * HOLDOUT_FRACTION
+    # `holdout`, which makes rho that share
+    runs = shortfall.shape[1] * holdout
     with tempfile.TemporaryDirectory() as folder, _seeded_stan_in(folder, STAN["random_state"]):
         # baycomp's (left, rope, right) for y - x: here the shortfall, so right is "worse than the best"
         better, equivalent, worse = HierarchicalTest.probs(
@@ -108,7 +111,11 @@ def hierarchical_probabilities(shortfall: np.ndarray, metric: str) -> tuple[floa
 
 
 def kept_comparisons(
-    folder: Path, rankings: list[Ranking], selected: pd.DataFrame, sample: bool = False
+    folder: Path,
+    rankings: list[Ranking],
+    selected: pd.DataFrame,
+    sample: bool = False,
+    holdout: float = HOLDOUT_FRACTION,
 ) -> dict[str, tuple[str, list[Comparison]]]:
     """{metric: (best, comparisons)} of each ranking over datasets (its best by average rank, as the signed-rank
     test's), from `folder`'s kept posteriors where their digest is current; the others sampled and kept where
@@ -121,13 +128,13 @@ def kept_comparisons(
         comparisons = []
         for method in [m for m in ranking.blocks.columns if m != best]:
             shortfall = shortfall_matrix(selected, metric, best, method)
-            digest = input_digest(shortfall, metric)
+            digest = input_digest(shortfall, metric, holdout)
             posterior = kept.get(metric, {}).get(method, {})
             if posterior.get("digest") != digest:
                 if not sample:
                     stale.append(f"{metric} {method}")
                     continue
-                worse, equivalent, better = hierarchical_probabilities(shortfall, metric)
+                worse, equivalent, better = hierarchical_probabilities(shortfall, metric, holdout)
                 posterior = {"worse": worse, "equivalent": equivalent, "better": better,
                              "datasets": len(shortfall), "digest": digest}  # fmt: skip
             made.setdefault(metric, {})[method] = posterior

@@ -14,6 +14,7 @@ These tests speak of one dataset each; which method to use over datasets is the 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -25,7 +26,12 @@ from bnnrepro.report.ranking import SIGNIFICANCE, metric_blocks
 
 HOLDOUT_FRACTION = 0.1
 """The share of each dataset a split holds out for testing: a tenth in the standard UCI splits (Hernandez-Lobato &
-Adams 2015, §5), so n_test/n_train = 1/9."""
+Adams 2015, §5), so n_test/n_train = 1/9; a benchmark with other splits states its own (`holdout_fraction`)."""
+
+
+def holdout_fraction(benchmark: Mapping) -> float:
+    """A benchmark's held-out share per split: its study's `holdout_fraction`, else `HOLDOUT_FRACTION`."""
+    return float(benchmark.get("holdout_fraction", HOLDOUT_FRACTION))
 
 
 @dataclass(frozen=True)
