@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from bnnrepro.artifacts.render import standard_error
+from bnnrepro.data import uci
 from bnnrepro.fidelity.reproduce import relative_differences
 from bnnrepro.files import read_json
 from bnnrepro.pipeline.studies import load_study
@@ -38,8 +39,8 @@ def budget_cell(row: pd.Series, metric: str) -> str:
 
 
 def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list[str]:
-    """The findings' phrases that carry a number of the runs (`metrics`) or of the budget experiments (the CSVs in
-    `folder`), as they make them."""
+    """The findings' phrases that carry a number of the runs (`metrics`), of the budget experiments (the CSVs in
+    `folder`) or of the batch's provenance (its commit, wall and training time), as they make them."""
     selected, choices = validation_choice(metrics, STUDY.benchmark["select_by"], block_keys(STUDY.benchmark))
 
     def values(method: str, dataset: str, metric: str) -> pd.Series:
@@ -80,7 +81,10 @@ def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list
     def both(variant: str) -> str:
         return f"{yacht.loc[variant, 'nll']:.2f} and {yacht.loc[variant, 'rmse']:.2f}"
 
+    provenance = folder.provenance()
     return [
+        f"All {runs:,} runs were trained at {provenance['commit']}",
+        f"{provenance['wall_seconds'] / 60:.0f} min wall, {provenance['train_seconds'] / 60:.0f} min of training",
         f"gives NLL {budget_cell(yacht.loc[protocol], 'nll')} and RMSE {budget_cell(yacht.loc[protocol], 'rmse')}",
         f"four fifths gives {both('no holdout')}, 400 epochs instead of 40 give {both('400 epochs')}, both "
         f"{both('400 epochs, no holdout')}",
@@ -108,7 +112,6 @@ def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list
         f"finite values of both ({kept['uci_boston']} of 20 on boston and wine"
         if kept["uci_boston"] == kept["uci_wine"]
         else "differ",
-        f"All {runs:,} runs",
     ]
 
 
@@ -331,8 +334,8 @@ def same_vendor_fragments(folder: KeptFolder) -> list[str]:
     metric but the CRPS, in how many the CRPS differs (by float32 rounding at most), MFVI's and MC dropout's median
     relative difference of the test RMSE, and the kept batch's average ranks and Friedman decisions against the
     batch before's."""
-    before, _ = folder.vendor_rerun()
-    both = folder.metrics().merge(before, on=["run", "metric"], suffixes=("", "_before"))
+    (before, _), kept = folder.vendor_rerun(), folder.metrics()
+    both = kept.merge(before, on=["run", "metric"], suffixes=("", "_before"))
     both["same"] = (both["value"] == both["value_before"]) | (both["value"].isna() & both["value_before"].isna())
     both["moved"] = (both["value"] / both["value_before"] - 1).abs()
     both["method"] = both["run"].str.split("/").str[0]
@@ -342,7 +345,7 @@ def same_vendor_fragments(folder: KeptFolder) -> list[str]:
     rest_same = ensemble[~crps]["same"].all() and ensemble.loc[crps, "moved"].max() < 1e-6
     apart = runs - int(ensemble.groupby("run")["same"].all().sum())
     rmse = both[both["metric"] == "test_rmse_original"].groupby("method")["moved"].median()
-    now, earlier = (rerun_verdicts(m, "uci_benchmark_heteroscedastic") for m in (folder.metrics(), before))
+    now, earlier = (rerun_verdicts(m, "uci_benchmark_heteroscedastic") for m in (kept, before))
     ranks, friedman = now["ranks"], now["friedman"]
     rejects = {metric: p < SIGNIFICANCE for metric, p in friedman.items()}
     reverse = rejects == {metric: p >= SIGNIFICANCE for metric, p in earlier["friedman"].items()}
@@ -399,6 +402,7 @@ def gap_fragments(gap: pd.DataFrame, standard: pd.DataFrame) -> list[str]:
     ranks = {r.metric: r.average_ranks for r in rankings}
     posteriors = read_json(GAP.path / "hierarchical.json")
     decided = max(max(p["worse"], p["equivalent"] + p["better"]) for m in posteriors.values() for p in m.values())
+    features = [uci.SHAPES[name][1] for name in gap["dataset"].unique()]
     return [
         f"worse on the gap splits for {int((nll > 0).sum())} of the {len(nll)} methods and datasets",
         f"within {nll[nll <= 0].abs().max():.2f}",
@@ -420,7 +424,8 @@ def gap_fragments(gap: pd.DataFrame, standard: pd.DataFrame) -> list[str]:
         "MFVI ties it on NLL" if ranks["nll_original"]["mfvi"] == ranks["nll_original"]["deep_ensemble"] else "no tie",
         "neither Friedman test rejects" if all(r.friedman_p >= SIGNIFICANCE for r in rankings) else "one rejects",
         "the hierarchical test tells no method from the best" if decided < DECIDED else "decides",
-        f"on NLL its average rank is {ranks['nll_original']['dun']:.1f} of 5",
+        f"on NLL its average rank is {ranks['nll_original']['dun']:.1f} of {len(ranks['nll_original'])}",
+        f"{min(features)} to {max(features)} features against 20 random tenths",
         f"P(worse than the ensemble) {posteriors['nll_original']['dun']['worse']:.2f}",
     ]
 
