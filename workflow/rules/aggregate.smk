@@ -29,6 +29,7 @@ rule aggregate:
 rule own_study:
     input:
         study="config/studies/{study}.yaml",
+        bases=PLAN.study_bases,
         metrics=PLAN.study_metrics,
         code=PLAN.report_code("bnnrepro.report.own_study"),
     output:

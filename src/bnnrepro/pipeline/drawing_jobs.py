@@ -15,7 +15,7 @@ from bnnrepro.artifacts.registry import CATALOG
 from bnnrepro.data.registry import SCHEMA as REGISTRY_SCHEMA
 from bnnrepro.data.registry import registry_file
 from bnnrepro.evaluations.declarations import declaration_file
-from bnnrepro.paths import project_root, studies_dir
+from bnnrepro.paths import project_root
 from bnnrepro.pipeline import training_inputs
 from bnnrepro.pipeline.sources import project_paths, source_files
 from bnnrepro.pipeline.studies import STUDY_SCHEMA
@@ -105,7 +105,7 @@ class DrawingJobs:
         for name in self.drawn_studies():
             study = self.studies[name]
             evaluations = {self.artifact_evaluation(impl) for impl in self.study_artifacts(name).values()}
-            configs = [studies_dir() / f"{name}.yaml", registry_file()]
+            configs = [*study.files, registry_file()]
             configs += [declaration_file(e) for e in evaluations if e is not None]
             files = {
                 *(str(path.relative_to(project_root())) for path in configs),

@@ -316,6 +316,10 @@ class Plan(DataJobInputs, RunResults, DrawingJobs):
             for path in files.values()
         ]
 
+    def study_bases(self, wildcards) -> list[str]:
+        """The study files a study takes its method variants from (`Study.bases`), which its jobs read with its own."""
+        return [str(path.relative_to(project_root())) for path in self.studies[wildcards.study].bases]
+
     def own_study_datasets(self, wildcards) -> list[str]:
         """The datasets of a study of your own of the task of rule own_study's job."""
         study = self.studies[wildcards.study]

@@ -107,6 +107,12 @@ class Study:
     method_variants: dict
     common: dict  # Hydra overrides of every run, before (and overridden by) its method variant's
     benchmark: dict | None = None  # a benchmark's block (task, select_by, published, ...), expanded into `grids`
+    bases: tuple[Path, ...] = ()  # the study files whose method variants it takes (`method_variants_from`)
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The study's file and those it takes method variants from: what its jobs read of config/studies."""
+        return (studies_dir() / f"{self.name}.yaml", *self.bases)
 
     def variant_overrides(self, variant: str) -> dict:
         """The Hydra overrides of method variant `variant`: the study's common ones, then the variant's own."""
@@ -230,21 +236,45 @@ def load_study(name: str, record: Path | None = None) -> Study:
                          f"{layout.RUNS}/ holds the run folders that studies share); rename it")  # fmt: skip
     if not path.exists():
         raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
-    raw = read_yaml(path)
+    raw, bases = _with_inherited_variants(read_yaml(path), path, (name,))
 
     def check() -> bool:
+        for base in bases:  # checked as a study of its own, so that its errors name its file
+            load_study(base.stem, record)
         if (err := _schema_error(raw)) is not None:
             where = "/".join(str(p) for p in err.absolute_path) or "top level"
             raise StudyError(f"{path.relative_to(project_root())}: {err.message} (at {where})") from None
-        _check(_study(name, raw), path.relative_to(project_root()))
+        _check(_study(name, raw, bases), path.relative_to(project_root()))
         return True
 
     methods = sorted(p.stem for p in (train_config_dir() / "method").glob("*.yaml"))  # identity variants' configs
-    cached(record, f"checked_study:{name}", files_digest([path, STUDY_SCHEMA, registry_file()], *methods), check)
-    return _study(name, raw)
+    checked = files_digest([path, *bases, STUDY_SCHEMA, registry_file()], *methods)
+    cached(record, f"checked_study:{name}", checked, check)
+    return _study(name, raw, bases)
 
 
-def _study(name: str, raw: dict) -> Study:
+def _with_inherited_variants(raw: dict, path: Path, names: tuple[str, ...]) -> tuple[dict, tuple[Path, ...]]:
+    """`raw` with the method variants of the study its `method_variants_from` names (and that study's own, in turn)
+    under its own, which replace those of the same name; and the files read for them. `names`: the studies read so
+    far, from the first, to catch a loop."""
+    base = raw.get("method_variants_from")
+    if base is None:
+        return raw, ()
+    where, base_path = path.relative_to(project_root()), studies_dir() / f"{base}.yaml"
+    if base in names:
+        chain = " -> ".join([*names, base])
+        raise StudyError(f"{where}: method_variants_from loops back ({chain}); make one of them list its variants")
+    if not base_path.is_file():
+        raise StudyError(
+            f"{where}: method_variants_from names {base!r}, which is not a study; available studies: "
+            f"{', '.join(available_studies())}"
+        )
+    base_raw, further = _with_inherited_variants(read_yaml(base_path), base_path, (*names, base))
+    variants = {**(base_raw.get("method_variants") or {}), **(raw.get("method_variants") or {})}
+    return {**raw, "method_variants": variants}, (base_path, *further)
+
+
+def _study(name: str, raw: dict, bases: tuple[Path, ...]) -> Study:
     if "benchmark" in raw:
         raw = {**raw, **benchmark_grids(raw["benchmark"], name)}
     return Study(
@@ -257,6 +287,7 @@ def _study(name: str, raw: dict) -> Study:
         _with_identity_variants(raw),
         raw.get("common", {}),
         raw.get("benchmark"),
+        bases,
     )
 
 
@@ -328,7 +359,7 @@ def overrides_digest(study: Study, scale: str) -> str | None:
     except FileNotFoundError:
         return None
     files = [
-        studies_dir() / f"{study.name}.yaml",
+        *study.files,
         Path(__file__),
         Path(train_configs.__file__),
         registry_file(),
