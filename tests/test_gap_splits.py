@@ -1,18 +1,22 @@
 """The UCI "gap" splits (bnnrepro.data.uci.gap_split; Foong et al. 2019): on the real data, the test set is the middle
 third of the rows by one feature, the same rows as the DUN authors' files where no tie straddles a third's edge; a
 random split (the control) has no gap. The benchmark on them (config/studies/uci_benchmark_gap.yaml) runs one split
-per feature, in run folders of its own."""
+per feature, in run folders of its own, and the workflow trains and ranks them."""
 
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import yaml
 
 from bnnrepro.data import uci
 from bnnrepro.pipeline.studies import load_study
-from tests.conftest import SHARED
+from tests.conftest import SHARED, copy_project
+from tests.conftest import run as run_command
 
 needs_real_data = pytest.mark.skipif(
     not SHARED.exists(), reason="../shared/datasets (the real UCI files) is not beside the project"
@@ -91,3 +95,23 @@ def test_the_gap_benchmark_runs_one_split_per_feature_in_folders_of_their_own(sc
         assert {name: sorted(found) for name, found in splits.items()} == {
             name: list(range(uci.SHAPES[name][1])) for name in splits
         }
+
+
+@pytest.mark.slow
+def test_the_workflow_trains_the_gap_benchmark_on_its_splits_and_ranks_it(tmp_path: Path) -> None:
+    """`snakemake --config studies=[uci_benchmark_gap]` at smoke, to the study's ranking: every run composed the gap
+    protocol on its feature's split, and the ranking has each method's ranks over those splits."""
+    project = copy_project(tmp_path / "project")
+    run_command(["git", "init", "-q"], project)
+    run_command(["dvc", "init", "-q"], project)
+    ranking_file = "reports/tables/study_uci_benchmark_gap_regression_ranking.csv"
+    run_command(["snakemake", "--cores", "2", ranking_file, "--config", "scale=smoke", "studies=[uci_benchmark_gap]"],
+                project)  # fmt: skip
+    study = load_study("uci_benchmark_gap")
+    for run in study.runs("smoke"):
+        composed = yaml.safe_load((project / run.file("config.yaml")).read_text())["dataset"]
+        assert (composed["protocol"], composed["split"]) == ("gap", dict(run.hparams)["dataset.split"])
+    ranking = pd.read_csv(project / ranking_file)
+    ranks = ranking[ranking["column"].isin(["rmse_original rank", "nll_original rank"])]
+    assert set(ranks["row"]) == set(study.benchmark["scales"]["smoke"]["methods"])
+    assert (ranks["n_runs"] == 2).all()  # yacht's first two features
