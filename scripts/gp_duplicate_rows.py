@@ -20,18 +20,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+import yaml
 
 from bnnrepro.data import uci
 from bnnrepro.data.tabular import standardised_splits
 from bnnrepro.methods.toy_baselines import GaussianProcessRegression
+from bnnrepro.metrics import gaussian_predictive_nll
 from bnnrepro.pipeline.studies import load_study
 
 
 def split_rows(tree: Path, run) -> dict[str, float]:
-    """One GP run's test rows: how many duplicate a training row's inputs, and the NLL on each kind."""
+    """One GP run's test rows: how many duplicate a training row's inputs, and the NLL on each kind (the run's
+    split as its composed config gives it)."""
+    dataset = yaml.safe_load((tree / run.file("config.yaml")).read_text())["dataset"]
     data = dict(np.load(tree / f"results/data/{run.dataset}.npz"))
-    train, val, test = uci.split_indices(data, dict(run.hparams)["dataset.split"], "standard", 0.2)
-    splits = standardised_splits(data["x"], data["y"], (train, val, test), standardize=True).arrays
+    rows = uci.split_indices(data, dataset["split"], dataset["protocol"], dataset["val_fraction"])
+    splits = standardised_splits(data["x"], data["y"], rows, dataset["standardize"]).arrays
     state = torch.load(tree / run.file("checkpoint.pt"), weights_only=True)["model"]
     model = GaussianProcessRegression(data["x"].shape[1], 1.0, 1.0, 1.0, eval_samples=1)
     model.condition_on(state["x_train"], state["y_train"][:, None])  # the buffers' sizes, then their values
@@ -39,17 +43,25 @@ def split_rows(tree: Path, run) -> dict[str, float]:
     with torch.no_grad():
         mean, covariance = model.posterior(torch.from_numpy(splits["x_test"]).double())
         variance = covariance.diagonal() + model.noise_variance()
-    y = torch.from_numpy(splits["y_test"][:, 0]).double()
-    nll = 0.5 * torch.log(2 * math.pi * variance) + (y - mean) ** 2 / (2 * variance) + math.log(splits["y_std"])
+    targets = torch.from_numpy(splits["y_test"]).double()
+
+    def nll(chosen: np.ndarray) -> float:
+        """The predictive NLL of the chosen test rows, in the targets' units (the latent's mean as one sample and
+        its variance plus the noise's as the noise variance: the Gaussian predictive itself)."""
+        if not chosen.any():
+            return math.nan
+        chosen = torch.from_numpy(chosen)
+        score = gaussian_predictive_nll(mean[None, chosen, None], targets[chosen], variance[chosen, None])
+        return score + math.log(splits["y_std"])
+
+    train, _, test = rows
     seen = {tuple(row): target for row, target in zip(data["x"][train], data["y"][train], strict=True)}
     duplicated = np.array([tuple(row) in seen for row in data["x"][test]])
     same_target = np.array([seen.get(tuple(row)) == target for row, target in zip(data["x"][test], data["y"][test],
                                                                                   strict=True)])  # fmt: skip
-    nll = nll.numpy()
     return {
         "test rows": len(test), "duplicated": duplicated.mean(), "same target": same_target.mean(),
-        "nll": nll.mean(), "nll duplicated": nll[duplicated].mean() if duplicated.any() else np.nan,
-        "nll other": nll[~duplicated].mean(),
+        "nll": nll(np.ones(len(test), dtype=bool)), "nll duplicated": nll(duplicated), "nll other": nll(~duplicated),
     }  # fmt: skip
 
 

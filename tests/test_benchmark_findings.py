@@ -29,7 +29,7 @@ KEPT = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark")
 STUDY = load_study("uci_benchmark")
 SHOWN = {"mfvi": "MFVI", "bedl": "BEDL", "udn": "the UDN", "laplace": "the Laplace approximation", "vbp": "VBP",
          "mc_dropout": "MC dropout", "finite": "the finite net", "dun": "the DUN", "dvi": "DVI",
-         "varout": "VarOut", "deep_ensemble": "the deep ensemble", "gp": "the GP",
+         "varout": "VarOut", "deep_ensemble": "the deep ensemble", "gp": "the exact GP",
          "repulsive_ensemble": "the repulsive ensemble"}  # fmt: skip
 """The methods as the findings name them."""
 
@@ -93,7 +93,7 @@ def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list
         f"{both('400 epochs, no holdout')}",
         f"move the NLL from {concrete.loc[protocol, 'nll']:.2f} to {concrete.loc['no holdout', 'nll']:.2f} (no "
         f"holdout) and {concrete.loc['400 epochs', 'nll']:.2f} (400 epochs",
-        f"{best_rmse.capitalize()} has the best average rank on RMSE and the exact {best_nll[4:]} on NLL",
+        f"{best_rmse.capitalize()} has the best average rank on RMSE and {best_nll} on NLL",
         "both Friedman tests reject at 0.05" if rejects else "a Friedman test that does not reject",
         f"with {len(rmse.average_ranks)} ranked methods on five datasets",
         f"on RMSE it tells {best_rmse} from {told_apart(rmse)}; on NLL it tells {best_nll} from {told_apart(nll)}.",
