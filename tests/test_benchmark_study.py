@@ -270,3 +270,35 @@ def test_an_unranked_method_is_tabled_with_its_cost_but_neither_ranked_nor_teste
     with pytest.raises(StudyError, match=r"benchmark.unranked names \['odenet'\], not among its methods"):
         benchmark_grids({"task": "regression", "methods": ["mfvi"], "grids": {"uci": {"dataset": ["uci_yacht"]}},
                          "unranked": {"odenet": "x"}}, "mine")  # fmt: skip
+
+
+def test_a_method_too_costly_for_one_dataset_gets_a_leaderboard_over_every_dataset_without_it() -> None:
+    """The GP has no run on kin8nm: the leaderboard ranks all three over the two sets it ran on, and a second one
+    ranks the other two over all three sets; the control: with the GP on every set there is no second one."""
+    from bnnrepro.report.benchmark import method_costs
+    from bnnrepro.report.benchmark_document import every_dataset_leaderboard
+    from bnnrepro.report.ranking import study_rankings
+
+    def rows(methods: tuple[str, ...]) -> list[tuple]:
+        return [(f"{method}/{dataset}/{split}", method, dataset, f"split={split}", split, metric, value)
+                for dataset in ("uci_yacht", "uci_boston", "uci_kin8nm")
+                for split in range(3)
+                for method, rmse in (("gp", 0.5), ("mfvi", 1.0), ("udn", 1.5))
+                if method in methods or dataset != "uci_kin8nm"
+                for metric, value in (("test_rmse_original", rmse), ("test_nll_original", rmse),
+                                      ("train_seconds", 1.0))]  # fmt: skip
+
+    selected = tidy(rows(("mfvi", "udn")))
+    rankings = study_rankings(selected, "regression")
+    assert all(set(ranking.blocks.index) == {"uci_yacht", "uci_boston"} for ranking in rankings)
+    lines = every_dataset_leaderboard(selected, rankings, method_costs(selected), "regression")
+    assert lines[0] == "#### Over all 3 datasets, without gp"
+    assert "- test RMSE: 3 blocks, too few methods or blocks for the Friedman test." in lines
+    assert not any(line.startswith("| gp |") for line in lines)
+    complete = tidy(rows(("gp", "mfvi", "udn")))
+    assert (
+        every_dataset_leaderboard(
+            complete, study_rankings(complete, "regression"), method_costs(complete), "regression"
+        )
+        == []
+    )

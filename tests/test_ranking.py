@@ -14,6 +14,7 @@ from bnnrepro.report.ranking import (
     draw_critical_differences,
     leave_one_out,
     metric_blocks,
+    on_every_dataset,
     paired_replicates,
     rank_metric,
     ranking_table,
@@ -185,3 +186,27 @@ def test_a_diverged_run_leaves_its_split_out_of_every_metric_s_ranking_not_one()
     assert len(metric_blocks(metrics, "nll_original")) == 6  # what the NLL ranking counted before
     rankings = {r.metric: r for r in study_rankings(metrics, "regression")}
     assert rankings["nll_original"].blocks.loc["set0", "b"] == pytest.approx(2.0)  # 2.1 and 1.9, not 64
+
+
+def test_a_method_not_run_on_a_dataset_leaves_it_out_of_the_ranking_but_not_of_the_others_tests() -> None:
+    """`c` has no run on set2 (too costly there): the rankings over datasets rank all three on set0 and set1 only,
+    the other two keep set2's splits for the tests within it, and `on_every_dataset` ranks a and b over all three
+    sets; the control: a diverged split of a method that ran on set2 still leaves that split out for everyone."""
+    values = {"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0], "c": [3.0, 3.0, 3.0]}
+    frames = [
+        tidy(values, datasets=("set0", "set1")),
+        tidy({"a": [2.0, 2.0, 2.0], "b": [1.0, 1.0, 1.0]}, datasets=("set2",)),
+    ]
+    metrics = pd.concat(frames, ignore_index=True)
+    paired = paired_replicates(metrics, "regression")
+    assert (paired["dataset"] == "set2").sum() == 6
+    (ranking,) = study_rankings(metrics, "regression")
+    assert list(ranking.blocks.index) == ["set0", "set1"] and ranking.average_ranks["a"] == pytest.approx(1.0)
+    (every,) = study_rankings(on_every_dataset(paired), "regression")
+    assert list(every.blocks.index) == ["set0", "set1", "set2"] and set(every.blocks.columns) == {"a", "b"}
+    assert every.average_ranks.to_dict() == pytest.approx({"a": 4 / 3, "b": 5 / 3})
+    diverged = metrics.copy()
+    diverged.loc[
+        (diverged["dataset"] == "set2") & (diverged["method"] == "b") & (diverged["hparams"] == "split=1"), "value"
+    ] = np.inf
+    assert (paired_replicates(diverged, "regression")["dataset"] == "set2").sum() == 4

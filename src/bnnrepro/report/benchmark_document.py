@@ -49,6 +49,7 @@ from bnnrepro.report.ranking import (
     SIGNIFICANCE,
     Ranking,
     leave_one_out,
+    on_every_dataset,
     paired_replicates,
     ranking_table,
     study_rankings,
@@ -132,6 +133,26 @@ def leaderboard(rankings: list[Ranking], costs: pd.DataFrame, unranked: dict[str
             f"{ranking.critical_difference():.2f} ranks; best average rank {best}; {posthoc}."
         )
     return lines
+
+
+def every_dataset_leaderboard(
+    paired: pd.DataFrame, rankings: list[Ranking], costs: pd.DataFrame, task: str
+) -> list[str]:
+    """Where a ranked method has no run on some dataset (the rankings above leave that dataset out: they are paired),
+    the leaderboard over every dataset of the methods that ran on all of them (`on_every_dataset`); else nothing."""
+    datasets, pool = paired["dataset"].unique(), on_every_dataset(paired)
+    without = sorted(set(paired["method"]) - set(pool["method"]))
+    if not without or all(len(ranking.blocks) == len(datasets) for ranking in rankings):
+        return []
+    return [
+        f"#### Over all {len(datasets)} datasets, without {', '.join(without)}",
+        "",
+        f"The same over every dataset, ranking the methods that ran on all of them ({', '.join(without)} did not: "
+        "see what was not run).",
+        "",
+        *leaderboard(study_rankings(pool, task), costs),
+        "",
+    ]
 
 
 def pool_sensitivity(ranking: Ranking) -> str:
@@ -302,16 +323,20 @@ def recommendation_section(
     return [*lines, "", f"Left out, unranked or not run here, so not compared: {', '.join(left_out) or 'none'}."]
 
 
-def not_run(folder: Path, tidy: pd.DataFrame) -> list[str]:
-    """The methods, then the datasets, of the benchmark at the kept scale that no kept run has."""
+def not_run(folder: Path, tidy: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(the methods, then the datasets, of the benchmark at the kept scale that no kept run has; the pairs
+    '<method> on <dataset>' of a kept method and a kept dataset that no kept run has)."""
     runs = load_study(folder.name).runs(folder.parent.name)
     methods = sorted({run.method for run in runs} - set(tidy["method"]))
-    return methods + sorted({run.dataset for run in runs} - set(tidy["dataset"]))
+    datasets = sorted({run.dataset for run in runs} - set(tidy["dataset"]))
+    planned = {(run.method, run.dataset) for run in runs} - set(zip(tidy["method"], tidy["dataset"], strict=True))
+    pairs = [f"{m} on {d}" for m, d in sorted(planned) if m not in methods and d not in datasets]
+    return methods + datasets, pairs
 
 
 def not_run_section(folder: Path, missing: list[str]) -> list[str]:
-    """The methods and datasets of the benchmark at the kept scale that no kept run has (`missing`: `not_run`'s),
-    with `NOT_RUN_FILE`'s reasons; an error naming the file where one has none."""
+    """The methods, datasets and method-dataset pairs of the benchmark at the kept scale that no kept run has
+    (`missing`: `not_run`'s), with `NOT_RUN_FILE`'s reasons; an error naming the file where one has none."""
     study, scale = load_study(folder.name), folder.parent.name
     reasons_file = folder.parent / NOT_RUN_FILE
     reasons = (read_yaml(reasons_file) if reasons_file.is_file() else {}).get(study.name, {})
@@ -336,7 +361,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     unranked = unranked_methods(study.benchmark)
     rankings = study_rankings(paired, task)
     costs = method_costs(tidy, block_keys(study.benchmark))
-    to_best, missing = compare_each(rankings), not_run(folder, tidy)
+    to_best, (missing, pairs) = compare_each(rankings), not_run(folder, tidy)
     holdout = holdout_fraction(study.benchmark)
     hierarchical = kept_comparisons(folder, rankings, paired, sample, holdout)
     wall = provenance.get("wall_seconds")
@@ -364,7 +389,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
             HIERARCHICAL_LIMIT,
         ),
         "",
-        *not_run_section(folder, missing),
+        *not_run_section(folder, [*missing, *pairs]),
         "### Cost per dataset",
         "",
         *cost_section(tidy),
@@ -382,6 +407,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         "",
         *leaderboard(rankings, costs, unranked),
         "",
+        *every_dataset_leaderboard(paired, rankings, costs, task),
         "### Practically equivalent to the best?",
         "",
         *equivalence_section(hierarchical, f"{HIERARCHICAL_TEST.format(holdout=holdout)} {rope_sentence(task)}"),

@@ -106,15 +106,16 @@ def equivalence_table(
 ) -> pd.DataFrame:
     """The comparisons of each ranking over datasets (`compare_each`, or the ones already `compared`) in the layout of
     the report's tables: a row per method, per metric the columns 'P(equivalent or better)' and 'P(worse)' against
-    that metric's best (the best itself: 1 and 0), n = the datasets; empty where the rankings are over one dataset's
-    replicates (one dataset decides nothing about data sets)."""
+    that metric's best (the best itself: 1 and 0), n = the datasets the pair shares; empty where the rankings are
+    over one dataset's replicates (one dataset decides nothing about data sets)."""
     rows = []
     for metric, (best, comparisons) in (compare_each(rankings) if compared is None else compared).items():
         if not comparisons:
             continue
-        cell = {"ours_error": math.nan, "standin": standin, "n_runs": comparisons[0].datasets}
-        reference = Comparison(best, worse=0.0, equivalent=1.0, better=0.0, datasets=comparisons[0].datasets)
+        datasets = max(c.datasets for c in comparisons)
+        reference = Comparison(best, worse=0.0, equivalent=1.0, better=0.0, datasets=datasets)
         for c in [reference, *comparisons]:
+            cell = {"ours_error": math.nan, "standin": standin, "n_runs": c.datasets}
             for column, value in (("P(equivalent or better)", c.equivalent + c.better), ("P(worse)", c.worse)):
                 rows.append({**cell, "row": c.method, "column": f"{metric} {column}", "ours": value})
     return pd.DataFrame(rows).reindex(columns=TABLE_COLUMNS)

@@ -123,17 +123,30 @@ def rank_metric(metrics: pd.DataFrame, metric: str, better: str, unit: str | Non
 
 
 def paired_replicates(metrics: pd.DataFrame, task: str) -> pd.DataFrame:
-    """`metrics` less the replicates (a dataset's split and seed) where some entrant lacks a finite test value of one
-    of the task's ranked metrics (each one's `metric_blocks`): every metric is then ranked and tested over the same
-    replicates, so a diverged run (an infinite RMSE beside a finite but huge NLL) leaves its split out of all of
-    them, not of one."""
+    """`metrics` less the replicates (a dataset's split and seed) where some entrant that ran on the dataset lacks a
+    finite test value of one of the task's ranked metrics (each one's `metric_blocks`): every metric is then ranked
+    and tested over the same replicates, so a diverged run (an infinite RMSE beside a finite but huge NLL) leaves its
+    split out of all of them, not of one. An entrant with no run on a dataset (a method too costly for it) leaves
+    that dataset's replicates in, for the tests within the dataset and those of pairs that both ran on it; a ranking
+    over datasets leaves the dataset out (`metric_blocks`), or ranks without the entrant (`on_every_dataset`)."""
     recorded = set(metrics["metric"])
     ranked = [metric for metric in RANKED_METRICS.get(task, {}) if TEST_PREFIX + metric in recorded]
     if not ranked:
         return metrics
-    complete = set.intersection(*(set(metric_blocks(metrics, metric).index) for metric in ranked))
+    per_dataset = [metrics[metrics["dataset"] == dataset] for dataset in metrics["dataset"].unique()]
+    complete = {
+        block
+        for rows in per_dataset
+        for block in set.intersection(*(set(metric_blocks(rows, m).index) for m in ranked))
+    }
     columns = zip(metrics["dataset"], metrics["seed"], metrics["hparams"], strict=True)
     return metrics[[f"{dataset} {replicate(seed, hparams)}" in complete for dataset, seed, hparams in columns]]
+
+
+def on_every_dataset(metrics: pd.DataFrame) -> pd.DataFrame:
+    """`metrics` of the methods with a run on every dataset of `metrics` (the others' runs left out)."""
+    datasets = metrics.groupby("method")["dataset"].nunique()
+    return metrics[metrics["method"].isin(datasets[datasets == metrics["dataset"].nunique()].index)]
 
 
 def study_rankings(metrics: pd.DataFrame, task: str) -> list[Ranking]:

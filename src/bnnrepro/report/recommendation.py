@@ -42,6 +42,7 @@ def recommendation(
     names = names or {}
     cells = ranking.pivot_table(index="row", columns="column", values="ours", aggfunc="first")
     probabilities = equivalence.pivot_table(index="row", columns="column", values="ours", aggfunc="first")
+    shared = equivalence.pivot_table(index="row", columns="column", values="n_runs", aggfunc="first")  # datasets
     seconds = cells[SECONDS] if SECONDS in cells else pd.Series(float("nan"), index=cells.index)
 
     def named(methods: pd.Series) -> str:
@@ -54,7 +55,12 @@ def recommendation(
         best = str(cells[f"{metric} rank"].idxmin())
         others = probabilities.drop(index=best)
         better, worse = others[f"{metric} {EQUIVALENT}"], others[f"{metric} {WORSE}"]
-        is_equivalent, is_worse = (column.map(lambda p: decided(p, datasets)) for column in (better, worse))
+        is_equivalent, is_worse = (
+            pd.Series(
+                [decided(p, shared.at[m, column.name]) for m, p in column.items()], index=column.index, dtype=bool
+            )
+            for column in (better, worse)
+        )
         equivalent = better[is_equivalent].sort_values(ascending=False)
         undecided = better[~is_equivalent & ~is_worse].sort_values(ascending=False)
         candidates = [best, *equivalent.index, *undecided.index]
