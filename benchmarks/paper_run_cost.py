@@ -100,7 +100,8 @@ def main() -> None:
     kept = {key: set(values.split(",")) for key, _, values in (item.partition("=") for item in args.keep)}
     runs = selected_runs(load_study(args.study).runs(SCALE), kept)
     data = sorted({run.data_file() for run in runs})
-    config = ["--config", f"study_scales={{{args.study}: {SCALE}}}", f"data_source={args.data_source}"]
+    config = ["--config", f"study_scales={{{args.study}: {SCALE}}}", f"studies=[{args.study}]"]
+    config.append(f"data_source={args.data_source}")
     subprocess.run(["snakemake", "--cores", "1", *data, *config], cwd=ROOT, env=environment(ROOT), check=True)
     print(machine())
     with tempfile.TemporaryDirectory() as folder:
