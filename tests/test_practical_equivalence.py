@@ -88,3 +88,18 @@ def test_fewer_than_five_datasets_decide_nothing_though_the_probabilities_are_sh
     assert "with 2 datasets, fewer than the 5 a verdict needs" in cannot
     five = means({"best": BASE[:5], "worse": [v * 1.5 for v in BASE[:5]]})
     assert verdict(compare_to_best(rank_metric(five, "rmse_original", "lower"))[1][0]) == "worse"
+
+
+def test_each_comparison_is_decided_on_the_datasets_its_pair_shares() -> None:
+    """Two methods with the same probabilities against the best, one compared on ten datasets and one on three
+    (it ran on three only): the first is called worse, the second left undecided, and each row's n is its own."""
+    from bnnrepro.report.practical_equivalence import Comparison
+
+    ranking = rank_metric(means({"best": BASE, "wide": BASE, "narrow": BASE}), "rmse_original", "lower")
+    compared = {"rmse_original": ("best", [Comparison("wide", 0.99, 0.01, 0.0, 10),
+                                           Comparison("narrow", 0.99, 0.01, 0.0, 3)])}  # fmt: skip
+    table = equivalence_table([ranking], False, compared)
+    assert table.groupby("row")["n_runs"].first().to_dict() == {"best": 10, "narrow": 3, "wide": 10}
+    costs = pd.DataFrame({"settings": 1, "seconds": [1.0, 1.0, 1.0]}, index=["best", "wide", "narrow"])
+    line = recommendation(ranking_table([ranking], False, costs), table)[0]
+    assert "Not shown worse (P(equivalent or better)): narrow (P = 0.01" in line and "wide (P" not in line
