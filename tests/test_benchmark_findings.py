@@ -40,6 +40,14 @@ def budget_cell(row: pd.Series, metric: str) -> str:
     return f"{row[metric]:.2f} +- {row[f'{metric}_se']:.2f}"
 
 
+def chosen_count(choices: pd.DataFrame, method: str, dataset: str, setting: str) -> str:
+    """How many of the dataset's splits validation chose `setting` of `method` on ('0' where none), from
+    `validation_choice`'s choices."""
+    row = choices[(choices["row"] == method) & (choices["column"] == f"uci_{dataset}")]["ours"]
+    counts = dict(part.rsplit(" (", 1) for part in row.iloc[0].split(", ")) if len(row) else {}
+    return counts.get(setting, "0/").split("/")[0]
+
+
 def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list[str]:
     """The findings' phrases that carry a number of the runs (`metrics`), of the budget experiments (the CSVs in
     `folder`) or of the batch's provenance (its commit, wall and training time), as they make them."""
@@ -54,10 +62,7 @@ def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list
         return f"{found.mean():.2f} +- {standard_error(found):.2f}"
 
     def chosen(method: str, dataset: str, setting: str) -> str:
-        """How many of the dataset's splits validation chose `setting` of `method` on ('0' where none)."""
-        row = choices[(choices["row"] == method) & (choices["column"] == f"uci_{dataset}")]["ours"]
-        counts = dict(part.rsplit(" (", 1) for part in row.iloc[0].split(", ")) if len(row) else {}
-        return counts.get(setting, "0/").split("/")[0]
+        return chosen_count(choices, method, dataset, setting)
 
     def grid_end(method: str, key: str, end: Callable) -> float:
         """The end of `method`'s grid of `key` among the kept runs (the least noise or dropout it offers)."""
@@ -97,7 +102,7 @@ def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list
         f"holdout) and {concrete.loc['400 epochs', 'nll']:.2f} (400 epochs",
         f"{best_rmse.capitalize()} has the best average rank on RMSE and {best_nll} on NLL",
         "both Friedman tests reject at 0.05" if rejects else "a Friedman test that does not reject",
-        f"with {len(rmse.average_ranks)} ranked methods on five datasets",
+        f"with {len(rmse.average_ranks)} ranked methods on {WORDS[len(rmse.blocks)]} datasets",
         f"on RMSE it tells {best_rmse} from {told_apart(rmse)}; on NLL it tells {best_nll} from {told_apart(nll)}.",
         f"yacht's RMSE ({with_error('deep_ensemble', 'yacht', 'rmse')} against 1.58)",
         f"energy's ({values('deep_ensemble', 'energy', 'rmse').mean():.2f} against 2.09",
@@ -160,7 +165,7 @@ def test_control_a_leaderboard_that_moved_fails_the_check(method: str, metric: s
 
 HETEROSCEDASTIC = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark_heteroscedastic")
 NAMED = {"deep_ensemble": "the deep ensemble", "mc_dropout": "MC dropout", "mfvi": "MFVI"}
-WORDS = {5: "five", 6: "six", 7: "seven", 8: "eight"}
+WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
 
 def selected_means(metrics: pd.DataFrame, study: str) -> pd.Series:
@@ -209,7 +214,8 @@ def heteroscedastic_fragments(heads: pd.DataFrame, shared: pd.DataFrame) -> list
         f"over {WORDS[sets]} sets has no two-sided p-value below {bound:.4g}",
         f"{NAMED[smallest[0]]}'s {smallest[1].upper()} reaches it" if tests[smallest] == bound else "none reaches it",
         f"by {per_set(*smallest)['uci_kin8nm']:.3f} on kin8nm",
-        f"Holm's correction over the {WORDS[len(tests)]} tests (three methods, two metrics) makes it {holm:.2g}",
+        f"Holm's correction over the {WORDS[len(tests)]} tests ({WORDS[len(NAMED)]} methods, two metrics) makes it "
+        f"{holm:.2g}",
     ]
 
 
@@ -350,8 +356,8 @@ def same_vendor_fragments(folder: KeptFolder) -> list[str]:
     metric but the CRPS, in how many the CRPS differs (by float32 rounding at most), MFVI's and MC dropout's median
     relative difference of the test RMSE, and the kept batch's average ranks and Friedman decisions against the
     batch before's."""
-    (before, _), kept = folder.vendor_rerun(), folder.metrics()
-    kept = kept[kept["dataset"].isin(set(before["run"].str.split("/").str[1]))]  # the sets of the batch before
+    (before, _), whole = folder.vendor_rerun(), folder.metrics()
+    kept = whole[whole["dataset"].isin(set(before["run"].str.split("/").str[1]))]  # the sets of the batch before
     both = kept.merge(before, on=["run", "metric"], suffixes=("", "_before"))
     both["same"] = (both["value"] == both["value_before"]) | (both["value"].isna() & both["value_before"].isna())
     both["moved"] = (both["value"] / both["value_before"] - 1).abs()
@@ -379,10 +385,7 @@ def same_vendor_fragments(folder: KeptFolder) -> list[str]:
         else "other decisions",
         "the reverse of the batch before" if reverse else "not the reverse",
         "over the six sets with kin8nm both reject"
-        if all(
-            p < SIGNIFICANCE
-            for p in rerun_verdicts(folder.metrics(), "uci_benchmark_heteroscedastic")["friedman"].values()
-        )
+        if all(p < SIGNIFICANCE for p in rerun_verdicts(whole, "uci_benchmark_heteroscedastic")["friedman"].values())
         else "not both",
         f"the deep ensemble's {runs} runs of that batch",
         "are bit-identical in every metric but the CRPS" if rest_same else "are not bit-identical",

@@ -9,7 +9,7 @@ import pandas as pd
 from bnnrepro.report.benchmark import block_keys, published_values, ranked, validation_choice
 from bnnrepro.report.ranking import on_every_dataset, paired_replicates, study_rankings
 from tests.findings_helpers import scaled
-from tests.test_benchmark_findings import HETEROSCEDASTIC, KEPT, STUDY, selected_means
+from tests.test_benchmark_findings import HETEROSCEDASTIC, KEPT, STUDY, chosen_count, selected_means
 
 RERUN = "Gal & Ghahramani rerun, 100x epochs"
 NAMES = {"udn": "UDN", "bedl": "BEDL", "deep_ensemble": "the deep ensemble"}
@@ -33,7 +33,6 @@ def kin8nm_fragments(metrics: pd.DataFrame, heads: pd.DataFrame) -> list[str]:
     means = means.loc[[m for m in means.index if m not in STUDY.benchmark["unranked"]]]
     best_rmse, best_nll = means["test_rmse_original"].idxmin(), means["test_nll_original"].idxmin()
     head = selected_means(heads, "uci_benchmark_heteroscedastic")["deep_ensemble", "uci_kin8nm", "test_nll_original"]
-    chosen = choices[choices["column"] == "uci_kin8nm"].set_index("row")["ours"]
     thesis = [
         means.loc[method, "test_nll_original"] - published("thesis Table 3.1", name, "nll_original")
         for method, name in (("dvi", "DVI"), ("varout", "VarOut"), ("vbp", "VBP"))
@@ -49,9 +48,9 @@ def kin8nm_fragments(metrics: pd.DataFrame, heads: pd.DataFrame) -> list[str]:
         f"{NAMES.get(best_rmse, best_rmse)} has the best RMSE ({ours[best_rmse]:.4f} against the deep ensemble's "
         f"{ours['deep_ensemble']:.4f}) and {NAMES.get(best_nll, best_nll)} the best NLL "
         f"({means.loc[best_nll, 'test_nll_original']:.2f})",
-        f"whose smallest rate won on {chosen['mc_dropout'].split('dropout=0.0001 (')[1].split('/')[0]} of 20 splits",
-        f"(the Laplace std 0.4 on {chosen['laplace'].split('scale=0.4 (')[1].split('/')[0]}, the repulsive "
-        f"ensemble's std 0.2 on {chosen['repulsive_ensemble'].split('likelihood_std=0.2 (')[1].split('/')[0]})",
+        f"whose smallest rate won on {chosen_count(choices, 'mc_dropout', 'kin8nm', 'dropout=0.0001')} of 20 splits",
+        f"(the Laplace std 0.4 on {chosen_count(choices, 'laplace', 'kin8nm', 'scale=0.4')}, the repulsive "
+        f"ensemble's std 0.2 on {chosen_count(choices, 'repulsive_ensemble', 'kin8nm', 'likelihood_std=0.2')})",
         f"our deep ensemble's RMSE is below their "
         f"{published('Lakshminarayanan et al. 2017, Table 1', 'Deep Ensembles', 'rmse_original'):.2f}"
         if ours["deep_ensemble"] < published("Lakshminarayanan et al. 2017, Table 1", "Deep Ensembles", "rmse_original")

@@ -291,14 +291,9 @@ def test_a_method_too_costly_for_one_dataset_gets_a_leaderboard_over_every_datas
     selected = tidy(rows(("mfvi", "udn")))
     rankings = study_rankings(selected, "regression")
     assert all(set(ranking.blocks.index) == {"uci_yacht", "uci_boston"} for ranking in rankings)
-    lines = every_dataset_leaderboard(selected, rankings, method_costs(selected), "regression")
+    lines = every_dataset_leaderboard(selected, method_costs(selected), "regression")
     assert lines[0] == "#### Over all 3 datasets, without gp"
     assert "- test RMSE: 3 blocks, too few methods or blocks for the Friedman test." in lines
     assert not any(line.startswith("| gp |") for line in lines)
     complete = tidy(rows(("gp", "mfvi", "udn")))
-    assert (
-        every_dataset_leaderboard(
-            complete, study_rankings(complete, "regression"), method_costs(complete), "regression"
-        )
-        == []
-    )
+    assert every_dataset_leaderboard(complete, method_costs(complete), "regression") == []
