@@ -384,7 +384,7 @@ def same_vendor_fragments(folder: KeptFolder) -> list[str]:
         if rejects == {"nll_original": True, "rmse_original": False}
         else "other decisions",
         "the reverse of the batch before" if reverse else "not the reverse",
-        "over the six sets with kin8nm both reject"
+        f"over the {WORDS[whole['dataset'].nunique()]} sets with kin8nm and power both reject"
         if all(p < SIGNIFICANCE for p in rerun_verdicts(whole, "uci_benchmark_heteroscedastic")["friedman"].values())
         else "not both",
         f"the deep ensemble's {runs} runs of that batch",

@@ -14,7 +14,7 @@ import pandas as pd
 from bnnrepro.report.benchmark import block_keys, ranked, validation_choice
 from bnnrepro.report.ranking import paired_replicates, study_rankings
 from tests.findings_helpers import KeptFolder, scaled
-from tests.test_benchmark_findings import KEPT, STUDY, budget_cell, selected_means
+from tests.test_benchmark_findings import KEPT, STUDY, WORDS, budget_cell, selected_means
 
 SETS = ("boston", "concrete", "energy", "wine", "yacht")
 DUPLICATES = "gp_duplicate_rows.csv"
@@ -76,11 +76,22 @@ def repulsive_and_unranked_fragments(metrics: pd.DataFrame, folder: KeptFolder =
     yacht = means.xs(("uci_yacht", "test_rmse_original"), level=("dataset", "metric"))
     chosen = choices[(choices["row"] == "repulsive_ensemble") & (choices["column"] == "uci_yacht")]["ours"].iloc[0]
     budget = folder.budget("repulsive_ensemble_yacht")
-    small = on_the_gp_s_sets(metrics)  # where the SDE-BNN and the ODE net ran too
+    small = on_the_gp_s_sets(metrics)  # where the SDE-BNN and the ODE net ran on every set
     per_run = small[small["metric"] == "train_seconds"].groupby("method")["value"].mean()
+    kin8nm = metrics[metrics["dataset"] == "uci_kin8nm"]
+    kin8nm_per_run = kin8nm[kin8nm["metric"] == "train_seconds"].groupby("method")["value"].mean()
     unranked = metrics[metrics["method"].isin(["sdebnn", "odenet"]) & (metrics["metric"] == "test_rmse_original")]
-    diverged = unranked[~unranked["value"].map(math.isfinite)]
+    diverged = unranked[~unranked["value"].map(math.isfinite) | unranked["health"].str.startswith("error: diverged")]
+    where = ", ".join(
+        f"{d.removeprefix('uci_')} split {s}" for d, s in zip(diverged["dataset"], diverged["seed"], strict=True)
+    )
     sde_wine = means["sdebnn", "uci_wine", "test_nll_original"]
+    kin8nm_means = means.xs("uci_kin8nm", level="dataset").unstack("metric")
+    ranked_kin8nm = kin8nm_means.drop(list(STUDY.benchmark["unranked"]))
+    ode = kin8nm_means.loc["odenet"]
+    sde_kept = unranked[(unranked["method"] == "sdebnn") & (unranked["dataset"] == "uci_kin8nm")].drop(
+        diverged.index, errors="ignore"
+    )
     longest, most = budget.loc["400 epochs, no holdout"], budget.loc["400 epochs"]
     protocol = budget.loc["benchmark (40 epochs, 1/5 held out)"]
     return [
@@ -91,12 +102,23 @@ def repulsive_and_unranked_fragments(metrics: pd.DataFrame, folder: KeptFolder =
         f"gives NLL {budget_cell(protocol, 'nll')} and RMSE {budget_cell(protocol, 'rmse')}; 400 epochs give "
         f"{most['nll']:.2f} and {most['rmse']:.2f}, and 400 epochs on the whole training split {longest['nll']:.2f} "
         f"and {longest['rmse']:.2f}",
-        f"Their 100 runs each cost {per_run['sdebnn']:.1f} s (the SDE-BNN) and {per_run['odenet']:.2f} s (the ODE "
-        f"net) per run, against the deep ensemble's {per_run['deep_ensemble']:.2f} s",
-        f"One SDE-BNN run diverged (wine, split {diverged['seed'].iloc[0]}:"
-        if list(diverged["method"]) == ["sdebnn"] and diverged["dataset"].iloc[0] == "uci_wine"
+        f"Their {small.loc[small['method'] == 'sdebnn', 'run'].nunique()} runs each on the small sets cost "
+        f"{per_run['sdebnn']:.1f} s (the SDE-BNN) and {per_run['odenet']:.2f} s (the ODE net) per run, against the "
+        f"deep ensemble's {per_run['deep_ensemble']:.2f} s",
+        f"their 20 each on kin8nm {kin8nm_per_run['sdebnn']:.0f} s and {kin8nm_per_run['odenet']:.1f} s",
+        f"{WORDS[len(diverged)].capitalize()} SDE-BNN runs diverged ({where}:"
+        if set(diverged["method"]) == {"sdebnn"}
         else f"{len(diverged)} diverged",
-        f"its wine column is infinite in RMSE and {sde_wine:.2f} in NLL",
+        f"its wine column is infinite in RMSE and {sde_wine:.2f} in NLL, its kin8nm column infinite and "
+        f"{means['sdebnn', 'uci_kin8nm', 'test_nll_original']:.2f}",
+        f"the ODE net's means (RMSE {ode['test_rmse_original']:.4f}, NLL {ode['test_nll_original']:.2f}) are "
+        + (
+            "better than every ranked method's"
+            if ode["test_rmse_original"] < ranked_kin8nm["test_rmse_original"].min()
+            and ode["test_nll_original"] < ranked_kin8nm["test_nll_original"].min()
+            else "not the best"
+        ),
+        f"the SDE-BNN's median RMSE over its {len(sde_kept)} other runs is {sde_kept['value'].median():.4f}",
     ]
 
 
