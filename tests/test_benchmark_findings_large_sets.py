@@ -44,6 +44,7 @@ def shape(dataset: str) -> str:
 
 
 def side(ours: float, theirs: float) -> str:
+    """Where our mean lies against a published one, as the prose says it."""
     return "below" if ours < theirs else "above"
 
 
