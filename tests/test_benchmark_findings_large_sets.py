@@ -122,11 +122,12 @@ def power_fragments(power: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFram
         for row, column in zip(judged.loc[~agree, "row"], judged.loc[~agree, "column"], strict=True)
     )
     published_rmse = {row: power.published(ENSEMBLES, row, "rmse_original") for row in ("Deep Ensembles", "MC-dropout")}
+    beta = paired.loc[paired["method"] == "bedl", "noise_precision"].max()  # the least noise BEDL's grid offers
     return [
         f"Within power, {power.bests()}",
         f"tell none from {NAMES[power.rmse.idxmin()]} on RMSE" if not told_apart else "tell some apart",
         f"MC dropout's smallest rate on {power.chosen('mc_dropout', 'dropout=0.0001')} of 20 splits and BEDL's "
-        f"largest precision (1600) on {power.chosen('bedl', 'noise_precision=1600.0')}.",
+        f"largest precision ({beta:g}) on {power.chosen('bedl', f'noise_precision={beta}')}.",
         f"{int(agree.sum())} of its {len(judged)} published numbers agree with ours",
         f"(not {others}:",
         f"their {published_rmse['Deep Ensembles']:.2f} and {published_rmse['MC-dropout']:.2f} against our "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bnnrepro.report.practical_equivalence import compare_to_best, equivalence_table, excess, verdict
+from bnnrepro.report.practical_equivalence import Comparison, compare_to_best, equivalence_table, excess, verdict
 from bnnrepro.report.ranking import rank_metric, ranking_table, study_rankings
 from bnnrepro.report.recommendation import recommendation
 
@@ -93,8 +93,6 @@ def test_fewer_than_five_datasets_decide_nothing_though_the_probabilities_are_sh
 def test_each_comparison_is_decided_on_the_datasets_its_pair_shares() -> None:
     """Two methods with the same probabilities against the best, one compared on ten datasets and one on three
     (it ran on three only): the first is called worse, the second left undecided, and each row's n is its own."""
-    from bnnrepro.report.practical_equivalence import Comparison
-
     ranking = rank_metric(means({"best": BASE, "wide": BASE, "narrow": BASE}), "rmse_original", "lower")
     compared = {"rmse_original": ("best", [Comparison("wide", 0.99, 0.01, 0.0, 10),
                                            Comparison("narrow", 0.99, 0.01, 0.0, 3)])}  # fmt: skip
