@@ -48,6 +48,11 @@ def chosen_count(choices: pd.DataFrame, method: str, dataset: str, setting: str)
     return counts.get(setting, "0/").split("/")[0]
 
 
+def splits(dataset: str) -> int:
+    """How many standard splits the dataset has (20, or 5 for protein: Hernandez-Lobato & Adams 2015)."""
+    return uci.SHAPES[f"uci_{dataset}"][2]
+
+
 def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list[str]:
     """The findings' phrases that carry a number of the runs (`metrics`), of the budget experiments (the CSVs in
     `folder`) or of the batch's provenance (its commit, wall and training time), as they make them."""
@@ -109,22 +114,23 @@ def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list
         f"energy's NLL ({with_error('deep_ensemble', 'energy', 'nll')} against 1.38)",
         f"better on energy (NLL {values('mc_dropout', 'energy', 'nll').mean():.2f} against 1.99)",
         f"(yacht NLL {values('mc_dropout', 'yacht', 'nll').mean():.2f} against 1.55)",
-        f"std 0.8 on {'every' if chosen('laplace', 'wine', 'scale=0.8') == '20' else 'not every'} wine split (1.6 "
+        f"std 0.8 on {'every' if chosen('laplace', 'wine', 'scale=0.8') == str(splits('wine')) else 'not every'} "
+        "wine split (1.6 "
         f"{'never' if chosen('laplace', 'wine', 'scale=1.6') == '0' else 'sometimes'})",
-        f"MC dropout's 0.2 on {chosen('mc_dropout', 'wine', 'dropout=0.2')} of 20",
-        f"MC dropout's {dropout} on {chosen('mc_dropout', 'energy', f'dropout={dropout}')} of 20 energy splits and "
-        f"{chosen('mc_dropout', 'yacht', f'dropout={dropout}')} of 20 yacht splits",
+        f"MC dropout's 0.2 on {chosen('mc_dropout', 'wine', 'dropout=0.2')} of {splits('wine')}",
+        f"MC dropout's {dropout} on {chosen('mc_dropout', 'energy', f'dropout={dropout}')} of {splits('energy')} "
+        f"energy splits and {chosen('mc_dropout', 'yacht', f'dropout={dropout}')} of {splits('yacht')} yacht splits",
         f"BEDL's beta {beta:g} (std {beta**-0.5:g}) on {chosen('bedl', 'energy', f'noise_precision={beta}')} and "
         f"{chosen('bedl', 'yacht', f'noise_precision={beta}')}",
         f"the Laplace std {scale} on {chosen('laplace', 'energy', f'scale={scale}')} and "
         f"{chosen('laplace', 'yacht', f'scale={scale}')}",
         f"it chooses the new end as often: {std} on "
         + ", ".join(
-            f"{chosen('repulsive_ensemble', name, f'likelihood_std={std}')} of 20 {name}"
+            f"{chosen('repulsive_ensemble', name, f'likelihood_std={std}')} of {splits(name)} {name}"
             for name in ("boston", "energy")
         )
-        + f" and {chosen('repulsive_ensemble', 'yacht', f'likelihood_std={std}')} of 20 yacht splits",
-        f"finite values of both ({kept['uci_boston']} of 20 on boston and wine"
+        + f" and {chosen('repulsive_ensemble', 'yacht', f'likelihood_std={std}')} of {splits('yacht')} yacht splits",
+        f"finite values of both ({kept['uci_boston']} of {splits('boston')} on boston and wine"
         if kept["uci_boston"] == kept["uci_wine"]
         else "differ",
     ]

@@ -18,7 +18,7 @@ from bnnrepro.report.benchmark import (
 from bnnrepro.report.per_dataset_tests import compare_within_datasets, holdout_fraction, split_verdict
 from bnnrepro.report.ranking import on_every_dataset, paired_replicates, study_rankings
 from tests.findings_helpers import scaled
-from tests.test_benchmark_findings import HETEROSCEDASTIC, KEPT, STUDY, WORDS, chosen_count, selected_means
+from tests.test_benchmark_findings import HETEROSCEDASTIC, KEPT, STUDY, WORDS, chosen_count, selected_means, splits
 
 LARGE = ("kin8nm", "power")
 ENSEMBLES = "Lakshminarayanan et al. 2017, Table 1"
@@ -94,7 +94,7 @@ def kin8nm_fragments(kin8nm: LargeSet) -> list[str]:
     rmse, published_rmse = kin8nm.rmse, lambda row: kin8nm.published(ENSEMBLES, row, "rmse_original")
     return [
         f"Within kin8nm, {kin8nm.bests()}",
-        f"whose smallest rate won on {kin8nm.chosen('mc_dropout', 'dropout=0.0001')} of 20 splits",
+        f"whose smallest rate won on {kin8nm.chosen('mc_dropout', 'dropout=0.0001')} of {splits('kin8nm')} splits",
         f"(the Laplace std 0.4 on {kin8nm.chosen('laplace', 'scale=0.4')}, the repulsive ensemble's std 0.2 on "
         f"{kin8nm.chosen('repulsive_ensemble', 'likelihood_std=0.2')})",
         f"our deep ensemble's RMSE is {side(rmse['deep_ensemble'], published_rmse('Deep Ensembles'))} their "
@@ -126,8 +126,8 @@ def power_fragments(power: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFram
     return [
         f"Within power, {power.bests()}",
         f"tell none from {NAMES[power.rmse.idxmin()]} on RMSE" if not told_apart else "tell some apart",
-        f"MC dropout's smallest rate on {power.chosen('mc_dropout', 'dropout=0.0001')} of 20 splits and BEDL's "
-        f"largest precision ({beta:g}) on {power.chosen('bedl', f'noise_precision={beta}')}.",
+        f"MC dropout's smallest rate on {power.chosen('mc_dropout', 'dropout=0.0001')} of {splits('power')} splits and "
+        f"BEDL's largest precision ({beta:g}) on {power.chosen('bedl', f'noise_precision={beta}')}.",
         f"{int(agree.sum())} of its {len(judged)} published numbers agree with ours",
         f"(not {others}:",
         f"their {published_rmse['Deep Ensembles']:.2f} and {published_rmse['MC-dropout']:.2f} against our "
