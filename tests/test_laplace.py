@@ -65,6 +65,25 @@ def test_the_map_and_the_laplace_posterior_of_a_linear_model_are_exact_bayesian_
     assert float(method.prior_precision) == pytest.approx(1 / PRIOR_VARIANCE)  # fixed: not fitted
 
 
+def test_an_ill_conditioned_posterior_precision_is_fitted_exactly() -> None:
+    """20,000 inputs near 100 with noise scale 0.1: the Gauss-Newton term outweighs the prior precision by far more
+    than float32's 7 digits (the precision's eigenvalues span more than 1e9, as naval's do at small scales), and the
+    fitted covariance is still the exact Bayesian linear regression one (a float32 fit is indefinite or wrong here)."""
+    generator = torch.Generator().manual_seed(0)
+    x = 100 + 0.01 * torch.randn(20_000, 1, generator=generator)
+    y = 0.5 * x + 0.1 * torch.randn(20_000, 1, generator=generator)
+    noise_std = 0.1
+    features = torch.cat([x, torch.ones_like(x)], 1).double()
+    precision = features.T @ features / noise_std**2 + torch.eye(2, dtype=torch.float64) / PRIOR_VARIANCE
+    eigenvalues = torch.linalg.eigvalsh(precision)
+    assert eigenvalues[-1] / eigenvalues[0] > 1e9
+    method = LaplaceApproximation(1, [], PRIOR_VARIANCE, noise_std, fit_prior_precision=False, eval_samples=10)
+    method.fit_posterior(x, y)
+    scale = method.posterior_scale.double()
+    torch.testing.assert_close(scale @ scale.T, torch.linalg.inv(precision), rtol=1e-3, atol=0)
+    assert torch.get_default_dtype() == torch.float32  # the fit's float64 default does not leak
+
+
 def test_the_predictive_draws_have_the_map_function_as_mean_and_the_posterior_covariance() -> None:
     """40,000 draws at three inputs: their mean is the MAP function within 5 Monte Carlo standard errors, their
     covariance that of x^T (weight, bias) under the exact posterior within 5%."""

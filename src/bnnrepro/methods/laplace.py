@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 from omegaconf import DictConfig
@@ -65,6 +66,17 @@ def laplace_class() -> type:
     return Laplace
 
 
+@contextmanager
+def default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    """torch's default dtype set to `dtype` inside the block, restored after it (also when the block raises)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
 class LaplaceApproximation(LossMinimiser, FixedArchitectureMethod):
     """A ReLU MLP with one output trained to its MAP weights, and a last-layer Laplace posterior fitted after."""
 
@@ -96,27 +108,30 @@ class LaplaceApproximation(LossMinimiser, FixedArchitectureMethod):
         return -log_likelihood.mean() + 0.5 * self.map_prior_precision * squared_norm / num_train
 
     def fit_posterior(self, x_train: torch.Tensor, y_train: torch.Tensor) -> None:
-        """The last-layer Laplace approximation at the current weights on the whole training set. On a GPU it is fitted
-        on a CPU copy of the network: laplace-torch 0.3's curvlinops backend multiplies by a `torch.eye` it makes on the
-        CPU (laplace/curvature/curvlinops.py, `full`)."""
-        network = self.network if x_train.device.type == "cpu" else copy.deepcopy(self.network).cpu()
-        x_train, y_train = x_train.cpu(), y_train.cpu()
-        laplace = laplace_class()(
-            network,
-            "regression",
-            subset_of_weights=SUBSETS_OF_WEIGHTS[0],
-            hessian_structure=HESSIAN_STRUCTURES[0],
-            sigma_noise=float(self.likelihood.log_scale.exp()),
-            prior_precision=self.map_prior_precision,
-            last_layer_name=str(len(network) - 1),
-        )
-        # the loader's own generator: iterating a DataLoader otherwise draws a seed from torch's global stream
-        loader = DataLoader(TensorDataset(x_train, y_train), batch_size=len(x_train), generator=torch.Generator())
-        laplace.fit(loader)
-        if self.fit_prior_precision:
-            laplace.optimize_prior_precision("glm", method="marglik", init_prior_prec=self.map_prior_precision)
-        self.posterior_scale.copy_(laplace.posterior_scale)
-        self.prior_precision.copy_(laplace.prior_precision.squeeze())
+        """The last-layer Laplace approximation at the current weights on the whole training set, fitted in float64 on
+        a CPU copy of the network. float64: with many rows and a small noise scale the Gauss-Newton term outweighs the
+        prior precision by more than float32's 7 digits (naval: 8,592 rows at scale 0.1, about 1e7), so a precision
+        summed in float32 is indefinite or silently wrong. The CPU: laplace-torch 0.3's curvlinops backend multiplies
+        by a `torch.eye` it makes on the CPU in the default dtype (laplace/curvature/curvlinops.py, `full`)."""
+        network = copy.deepcopy(self.network).to("cpu", torch.float64)
+        x_train, y_train = x_train.to("cpu", torch.float64), y_train.to("cpu", torch.float64)
+        with default_dtype(torch.float64):
+            laplace = laplace_class()(
+                network,
+                "regression",
+                subset_of_weights=SUBSETS_OF_WEIGHTS[0],
+                hessian_structure=HESSIAN_STRUCTURES[0],
+                sigma_noise=float(self.likelihood.log_scale.exp()),
+                prior_precision=self.map_prior_precision,
+                last_layer_name=str(len(network) - 1),
+            )
+            # the loader's own generator: iterating a DataLoader otherwise draws a seed from torch's global stream
+            loader = DataLoader(TensorDataset(x_train, y_train), batch_size=len(x_train), generator=torch.Generator())
+            laplace.fit(loader)
+            if self.fit_prior_precision:
+                laplace.optimize_prior_precision("glm", method="marglik", init_prior_prec=self.map_prior_precision)
+            self.posterior_scale.copy_(laplace.posterior_scale)
+            self.prior_precision.copy_(laplace.prior_precision.squeeze())
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
