@@ -97,10 +97,9 @@ def diverged_runs(metrics: pd.DataFrame) -> pd.DataFrame:
     return unranked[~unranked["value"].map(math.isfinite) | unranked["health"].str.startswith("error: diverged")]
 
 
-def large_set_fragments(metrics: pd.DataFrame, large: list[str], diverged: pd.DataFrame) -> list[str]:
-    """The unranked methods against the ranked ones on each large set they ran on: the ODE net's means and the
-    SDE-BNN's median RMSE over its runs that did not diverge, beside the best ranked mean."""
-    means = selected_means(metrics, "uci_benchmark")
+def large_set_fragments(metrics: pd.DataFrame, means: pd.Series, large: list[str], diverged: pd.DataFrame) -> list[str]:
+    """The unranked methods against the ranked ones on each large set they ran on (`means`: the selected means): the
+    ODE net's means and the SDE-BNN's median RMSE over its runs that did not diverge, beside the best ranked mean."""
     fragments = []
     for dataset in large:
         table = means.xs(dataset, level="dataset").unstack("metric")
@@ -161,7 +160,7 @@ def unranked_fragments(metrics: pd.DataFrame) -> list[str]:
             f"its {d.removeprefix('uci_')} column {column(d)} and {means['sdebnn', d, 'test_nll_original']:.2f}"
             for d in others
         ),
-        *large_set_fragments(metrics, large, diverged),
+        *large_set_fragments(metrics, means, large, diverged),
     ]
 
 

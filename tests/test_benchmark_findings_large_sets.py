@@ -4,6 +4,8 @@ and the study's published values; the controls: the same check on changed runs f
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import pytest
 
@@ -53,7 +55,7 @@ class LargeSet:
     values, with the phrases both sets' sentences share."""
 
     def __init__(self, dataset: str, metrics: pd.DataFrame, heads: pd.DataFrame, choices: pd.DataFrame) -> None:
-        self.dataset, self.choices = dataset, choices
+        self.dataset, self.choices, self.metrics = dataset, choices, metrics
         means = selected_means(metrics, "uci_benchmark").xs(f"uci_{dataset}", level="dataset").unstack("metric")
         self.means = means.loc[[m for m in means.index if m not in STUDY.benchmark["unranked"]]]
         self.rmse, self.nll = self.means["test_rmse_original"], self.means["test_nll_original"]
@@ -66,6 +68,18 @@ class LargeSet:
 
     def chosen(self, method: str, setting: str) -> str:
         return chosen_count(self.choices, method, self.dataset, setting)
+
+    def grid_end(self, method: str, key: str, end: Callable[[pd.Series], float]) -> str:
+        """The setting 'key=value' at one end (`min` or `max`) of `method`'s grid over `key` in the kept runs."""
+        values = self.metrics.loc[self.metrics["method"] == method, key]
+        return f"{key}={end(values.dropna())}"
+
+    def most_chosen(self, method: str) -> tuple[str, str]:
+        """The value of `method`'s setting that validation chose on the most splits of the set, and on how many."""
+        row = self.choices[(self.choices["row"] == method) & (self.choices["column"] == f"uci_{self.dataset}")]
+        counts = dict(part.rsplit(" (", 1) for part in row["ours"].iloc[0].split(", "))
+        setting = max(counts, key=lambda name: int(counts[name].split("/")[0]))
+        return setting.split("=")[1], counts[setting].split("/")[0]
 
     def bests(self) -> str:
         best_rmse, best_nll = self.rmse.idxmin(), self.nll.idxmin()
@@ -92,11 +106,12 @@ class LargeSet:
 def kin8nm_fragments(kin8nm: LargeSet) -> list[str]:
     """'Within kin8nm' phrases: its best methods, validation's choices there, our means beside the published ones."""
     rmse, published_rmse = kin8nm.rmse, lambda row: kin8nm.published(ENSEMBLES, row, "rmse_original")
+    smallest_rate = kin8nm.grid_end("mc_dropout", "dropout", min)
+    (laplace, on_laplace), (repulsive, on_repulsive) = map(kin8nm.most_chosen, ("laplace", "repulsive_ensemble"))
     return [
         f"Within kin8nm, {kin8nm.bests()}",
-        f"whose smallest rate won on {kin8nm.chosen('mc_dropout', 'dropout=0.0001')} of {splits('kin8nm')} splits",
-        f"(the Laplace std 0.4 on {kin8nm.chosen('laplace', 'scale=0.4')}, the repulsive ensemble's std 0.2 on "
-        f"{kin8nm.chosen('repulsive_ensemble', 'likelihood_std=0.2')})",
+        f"whose smallest rate won on {kin8nm.chosen('mc_dropout', smallest_rate)} of {splits('kin8nm')} splits",
+        f"(the Laplace std {laplace} on {on_laplace}, the repulsive ensemble's std {repulsive} on {on_repulsive})",
         f"our deep ensemble's RMSE is {side(rmse['deep_ensemble'], published_rmse('Deep Ensembles'))} their "
         f"{published_rmse('Deep Ensembles'):.2f}",
         f"MC dropout's {rmse['mc_dropout']:.4f} {side(rmse['mc_dropout'], published_rmse('MC-dropout'))} the "
@@ -122,12 +137,13 @@ def power_fragments(power: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFram
         for row, column in zip(judged.loc[~agree, "row"], judged.loc[~agree, "column"], strict=True)
     )
     published_rmse = {row: power.published(ENSEMBLES, row, "rmse_original") for row in ("Deep Ensembles", "MC-dropout")}
-    beta = paired.loc[paired["method"] == "bedl", "noise_precision"].max()  # the least noise BEDL's grid offers
+    beta = power.grid_end("bedl", "noise_precision", max)  # the least noise BEDL's grid offers
     return [
         f"Within power, {power.bests()}",
         f"tell none from {NAMES[power.rmse.idxmin()]} on RMSE" if not told_apart else "tell some apart",
-        f"MC dropout's smallest rate on {power.chosen('mc_dropout', 'dropout=0.0001')} of {splits('power')} splits and "
-        f"BEDL's largest precision ({beta:g}) on {power.chosen('bedl', f'noise_precision={beta}')}.",
+        f"MC dropout's smallest rate on {power.chosen('mc_dropout', power.grid_end('mc_dropout', 'dropout', min))} of "
+        f"{splits('power')} splits and BEDL's largest precision ({float(beta.split('=')[1]):g}) on "
+        f"{power.chosen('bedl', beta)}.",
         f"{int(agree.sum())} of its {len(judged)} published numbers agree with ours",
         f"(not {others}:",
         f"their {published_rmse['Deep Ensembles']:.2f} and {published_rmse['MC-dropout']:.2f} against our "
