@@ -24,14 +24,14 @@ from bnnrepro.report.benchmark import block_keys, ranked, validation_choice
 from bnnrepro.report.practical_equivalence import DECIDED
 from bnnrepro.report.ranking import SIGNIFICANCE, Ranking, paired_replicates, study_rankings
 from tests.conftest import ROOT
-from tests.findings_helpers import KeptFolder, scaled
+from tests.findings_helpers import ORDINAL_WORDS, KeptFolder, scaled
 
 KEPT = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark")
 STUDY = load_study("uci_benchmark")
 SHOWN = {"mfvi": "MFVI", "bedl": "BEDL", "udn": "the UDN", "laplace": "the Laplace approximation", "vbp": "VBP",
          "mc_dropout": "MC dropout", "finite": "the finite net", "dun": "the DUN", "dvi": "DVI",
          "varout": "VarOut", "deep_ensemble": "the deep ensemble", "gp": "the exact GP",
-         "repulsive_ensemble": "the repulsive ensemble"}  # fmt: skip
+         "repulsive_ensemble": "the repulsive ensemble", "sdebnn": "the SDE-BNN", "odenet": "the ODE net"}  # fmt: skip
 """The methods as the findings name them."""
 
 
@@ -92,7 +92,7 @@ def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list
     def both(variant: str) -> str:
         return f"{yacht.loc[variant, 'nll']:.2f} and {yacht.loc[variant, 'rmse']:.2f}"
 
-    first, widened = folder.provenance()["batches"]
+    first, widened, *later = folder.provenance()["batches"]
     rejects = all(ranking.friedman_p < SIGNIFICANCE for ranking in (rmse, nll))
     return [
         f"The {first['runs']:,} runs of the first batch were trained at {first['commit']}",
@@ -100,6 +100,11 @@ def expected_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list
         f"The {widened['runs']:,} runs of the second batch were trained at {widened['commit']}",
         f"then the {metrics.loc[metrics['dataset'] == 'uci_kin8nm', 'run'].nunique()} on kin8nm",
         f"{widened['wall_seconds'] / 60:.0f} min wall, {widened['train_seconds'] / 60:.0f} min of training.",
+        *(
+            f"The {batch['runs']:,} runs of the {ORDINAL_WORDS[index]} batch were trained at {batch['commit']} "
+            f"({batch['wall_seconds'] / 60:.0f} min wall, {batch['train_seconds'] / 60:.0f} min of training)"
+            for index, batch in enumerate(later, start=3)
+        ),
         f"gives NLL {budget_cell(yacht.loc[protocol], 'nll')} and RMSE {budget_cell(yacht.loc[protocol], 'rmse')}",
         f"four fifths gives {both('no holdout')}, 400 epochs instead of 40 give {both('400 epochs')}, both "
         f"{both('400 epochs, no holdout')}",

@@ -1,7 +1,10 @@
 """The numbers of the UCI benchmark's findings on the exact GP, the repulsive ensemble and the unranked SDE-BNN and ODE
 net (docs/benchmark/paper/uci_benchmark/findings.yaml), computed again from the kept runs and the experiments kept
 beside them (gp_duplicate_rows.csv from scripts/gp_duplicate_rows.py, the repulsive ensemble's budget CSV from
-scripts/uci_budget_sensitivity.py); the controls: the same check on changed runs or a changed CSV fails."""
+scripts/uci_budget_sensitivity.py); the controls: the same check on changed runs or a changed CSV fails.
+
+Not kept, so not checked here: what stopped the SDE-BNN's run that left no metrics (its NaN loss at epoch 14, in the
+job's log), and that it stopped there again in the third batch."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bnnrepro.pipeline.studies import Run
 from bnnrepro.report.benchmark import block_keys, ranked, validation_choice
 from bnnrepro.report.ranking import paired_replicates, study_rankings
 from tests.findings_helpers import KeptFolder, scaled
@@ -97,6 +101,14 @@ def diverged_runs(metrics: pd.DataFrame) -> pd.DataFrame:
     return unranked[~unranked["value"].map(math.isfinite) | unranked["health"].str.startswith("error: diverged")]
 
 
+def runs_without_metrics(metrics: pd.DataFrame) -> list[Run]:
+    """The unranked methods' runs of the study's grid, on the datasets they ran on, that left no metrics (a run whose
+    loss turns non-finite stops: `DivergedError`)."""
+    unranked = metrics[metrics["method"].isin(STUDY.benchmark["unranked"])]
+    ran, kept = set(zip(unranked["method"], unranked["dataset"], strict=True)), set(unranked["run"])
+    return [run for run in STUDY.runs("paper") if (run.method, run.dataset) in ran and run.id not in kept]
+
+
 def large_set_fragments(metrics: pd.DataFrame, means: pd.Series, large: list[str], diverged: pd.DataFrame) -> list[str]:
     """The unranked methods against the ranked ones on each large set they ran on (`means`: the selected means): the
     ODE net's means and the SDE-BNN's median RMSE over its runs that did not diverge, beside the best ranked mean."""
@@ -130,7 +142,9 @@ def unranked_fragments(metrics: pd.DataFrame) -> list[str]:
     large = sorted(set(unranked["dataset"]) - set(small["dataset"]))
     on_large = unranked[unranked["dataset"].isin(large) & (unranked["metric"] == "train_seconds")]
     large_per_run = on_large.groupby(["dataset", "method"])["value"].mean()
-    diverged = diverged_runs(metrics)
+    grid = {sum(run.method == "sdebnn" and run.dataset == d for run in STUDY.runs("paper")) for d in large}
+    diverged, stopped = diverged_runs(metrics), runs_without_metrics(metrics)
+    kept_runs = unranked[unranked["method"] == "sdebnn"].groupby("dataset")["run"].nunique()
     where = ", ".join(
         f"{d.removeprefix('uci_')} split {s}" for d, s in zip(diverged["dataset"], diverged["seed"], strict=True)
     )
@@ -145,7 +159,7 @@ def unranked_fragments(metrics: pd.DataFrame) -> list[str]:
         f"Their {small.loc[small['method'] == 'sdebnn', 'run'].nunique()} runs each on the small sets cost "
         f"{per_run['sdebnn']:.1f} s (the SDE-BNN) and {per_run['odenet']:.2f} s (the ODE net) per run, against the "
         f"deep ensemble's {per_run['deep_ensemble']:.2f} s",
-        f"their {on_large.loc[on_large['method'] == 'sdebnn', 'run'].nunique() // len(large)} each on "
+        f"their {grid.pop() if len(grid) == 1 else 'varying counts'} each on "
         + ", on ".join(
             f"{d.removeprefix('uci_')} {large_per_run[d, 'sdebnn']:.0f} s and {large_per_run[d, 'odenet']:.1f} s"
             for d in large
@@ -154,6 +168,14 @@ def unranked_fragments(metrics: pd.DataFrame) -> list[str]:
         if set(diverged["method"]) == {"sdebnn"}
         else f"{len(diverged)} diverged",
         f"the training loss going to {losses.min():.0e} to {losses.max():.0e}",
+        *(
+            f"{SHOWN[run.method]}'s {run.dataset.removeprefix('uci_')} split {run.seed} stopped and left no metrics"
+            for run in stopped
+        ),
+        *(
+            f"so its {d.removeprefix('uci_')} column averages the other {kept_runs[d]} runs"
+            for d in dict.fromkeys(run.dataset for run in stopped)
+        ),
         f"its {first.removeprefix('uci_')} column is {column(first)} in RMSE and "
         f"{means['sdebnn', first, 'test_nll_original']:.2f} in NLL, "
         + ", ".join(

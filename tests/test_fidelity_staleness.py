@@ -111,6 +111,24 @@ def test_the_document_marks_a_batch_whose_code_changed_and_names_the_mixing(tmp_
                                      "current one).", ""]  # fmt: skip
 
 
+def test_a_batch_whose_runs_a_later_batch_replaced_is_not_stale_for_them(tmp_path: Path) -> None:
+    """A batch that trained UDN by older code, whose UDN runs a later batch at the current code replaced: neither
+    stale nor mixed for UDN (none of its UDN runs is kept); the control: with its UDN run still kept, it is both."""
+    rerun = UDN.replace("seed=0", "seed=1")
+    now = code_digests(project_root(), "udn_spirals", "paper", [UDN, DUN, rerun])
+    old = {**now, "udn/spirals": "0" * 64}
+    replaced = collected(
+        tmp_path / "replaced" / "paper" / "udn_spirals", [("aaaaaaa", old, [DUN]), ("bbbbbbb", now, [UDN, rerun])]
+    )
+    assert code_section(replaced) == ["Code: every batch was trained by the current code (its code digest is the "
+                                      "current one).", ""]  # fmt: skip
+    kept = collected(
+        tmp_path / "kept" / "paper" / "udn_spirals", [("aaaaaaa", old, [DUN, UDN]), ("bbbbbbb", now, [rerun])]
+    )
+    text = "\n".join(code_section(kept))
+    assert "**Stale code:** the batch at `aaaaaaa`" in text and "**Mixed code" in text
+
+
 def test_a_rerun_command_trains_the_batch_s_stale_runs_and_no_other(tmp_path: Path) -> None:
     """The rerun command of a stale batch selects its kept runs by commit (`targets --batch`), narrowed to the stale
     methods: at omega 28, seeds 3-4, the spiral study's sensitivity grid (depth_lr_ratio 1.0) has UDN runs that a

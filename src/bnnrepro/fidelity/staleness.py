@@ -18,13 +18,16 @@ from bnnrepro.pipeline.studies import Run, StudyError, load_study
 
 
 def stale_keys(folder: Path, current_tree: Path | None = None) -> list[dict]:
-    """Per batch of a collected study's folder, in order: its commit, its recorded `code_digests` (None when it has
-    none), the current tree's digests of its runs (`current_tree`: the project root by default) and the method/dataset
-    keys whose digest differs (or that the current code no longer has), with the batch's runs."""
+    """Per batch of a collected study's folder, in order: its commit, its recorded `code_digests` of the runs still
+    kept from it (None when it has none; a method and dataset whose runs a later batch replaced is that batch's), the
+    current tree's digests of those runs (`current_tree`: the project root by default) and the method/dataset keys
+    whose digest differs (or that the current code no longer has), with the batch's runs."""
     tree = current_tree or project_root()
     batches = []
     for batch, runs in _kept_batches(folder):
+        kept = {"/".join(run.split("/")[:2]) for run in runs}  # run ids begin with the key: method/dataset/...
         recorded = batch.get("code_digests")
+        recorded = None if recorded is None else {key: recorded[key] for key in recorded if key in kept}
         try:
             current = code_digests(tree, batch["study"], batch["scale"], runs)
         except StudyError:  # the study is gone: none of its code is current
