@@ -1,4 +1,4 @@
-"""The numbers of the UCI benchmark's finding on the large sets, kin8nm and power
+"""The numbers of the UCI benchmark's finding on the large sets, kin8nm, power and naval
 (docs/benchmark/paper/uci_benchmark/findings.yaml), computed again from the kept runs of both tracks, the sets' shapes
 and the study's published values; the controls: the same check on changed runs fails."""
 
@@ -22,7 +22,7 @@ from bnnrepro.report.ranking import on_every_dataset, paired_replicates, study_r
 from tests.findings_helpers import scaled
 from tests.test_benchmark_findings import HETEROSCEDASTIC, KEPT, STUDY, WORDS, chosen_count, selected_means, splits
 
-LARGE = ("kin8nm", "power")
+LARGE = ("kin8nm", "power", "naval")
 ENSEMBLES = "Lakshminarayanan et al. 2017, Table 1"
 RERUN = "Gal & Ghahramani rerun, 100x epochs"
 NAMES = {"udn": "UDN", "bedl": "BEDL", "deep_ensemble": "the deep ensemble", "dun": "the DUN",
@@ -50,6 +50,17 @@ def side(ours: float, theirs: float) -> str:
     return "below" if ours < theirs else "above"
 
 
+def worse_than_best(paired: pd.DataFrame, dataset: str, metric: str) -> list[str]:
+    """The methods the corrected resampled t-tests within `dataset` find worse than its best on `metric`."""
+    within = compare_within_datasets(paired, metric, holdout_fraction(STUDY.benchmark))
+    return [c.method for c in within if c.dataset == dataset and split_verdict(c) == "worse"]
+
+
+def judged_on(verdicts: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The published numbers on `dataset` that were judged against ours (those with runs of ours)."""
+    return verdicts[verdicts["column"].str.startswith(dataset) & verdicts["n_runs"].notna()]
+
+
 class LargeSet:
     """One large set's means (ranked methods, test RMSE and NLL), validation's choices there and the published
     values, with the phrases both sets' sentences share."""
@@ -59,9 +70,9 @@ class LargeSet:
         means = selected_means(metrics, "uci_benchmark").xs(f"uci_{dataset}", level="dataset").unstack("metric")
         self.means = means.loc[[m for m in means.index if m not in STUDY.benchmark["unranked"]]]
         self.rmse, self.nll = self.means["test_rmse_original"], self.means["test_nll_original"]
-        self.head = selected_means(heads, "uci_benchmark_heteroscedastic")[
-            "deep_ensemble", f"uci_{dataset}", "test_nll_original"
-        ]
+        self.head = selected_means(heads, "uci_benchmark_heteroscedastic").get(
+            ("deep_ensemble", f"uci_{dataset}", "test_nll_original")
+        )  # None where the heteroscedastic track has no runs on the set
 
     def published(self, source: str, row: str, metric: str) -> float:
         return published(self.dataset, source, row, metric)
@@ -82,10 +93,13 @@ class LargeSet:
         return setting.split("=")[1], counts[setting].split("/")[0]
 
     def bests(self) -> str:
+        """The best RMSE beside the deep ensemble's (the runner-up's where the deep ensemble is the best) and the best
+        NLL."""
         best_rmse, best_nll = self.rmse.idxmin(), self.nll.idxmin()
+        other = "deep_ensemble" if best_rmse != "deep_ensemble" else self.rmse.drop(best_rmse).idxmin()
         return (
-            f"{NAMES[best_rmse]} has the best RMSE ({self.rmse[best_rmse]:.3g} against the deep ensemble's "
-            f"{self.rmse['deep_ensemble']:.3g}) and {NAMES[best_nll]} the best NLL ({self.nll[best_nll]:.2f})"
+            f"{NAMES[best_rmse]} has the best RMSE ({self.rmse[best_rmse]:.3g} against {NAMES[other]}'s "
+            f"{self.rmse[other]:.3g}) and {NAMES[best_nll]} the best NLL ({self.nll[best_nll]:.2f})"
         )
 
     def thesis_gap(self) -> str:
@@ -128,9 +142,8 @@ def kin8nm_fragments(kin8nm: LargeSet) -> list[str]:
 def power_fragments(power: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
     """'Within power' phrases: its best methods and the tests within it, validation's choices there, the published
     numbers' verdicts and our means beside them."""
-    within = compare_within_datasets(paired, "rmse_original", holdout_fraction(STUDY.benchmark))
-    told_apart = [c.method for c in within if c.dataset == "uci_power" and split_verdict(c) == "worse"]
-    judged = verdicts[verdicts["column"].str.startswith("uci_power") & verdicts["n_runs"].notna()]
+    told_apart = worse_than_best(paired, "uci_power", "rmse_original")
+    judged = judged_on(verdicts, "uci_power")
     agree = judged["verdict"] == "agrees"
     others = " and ".join(
         f"{NAMES[row.split(' ')[0]]}'s {column.split(' ')[1].split('_')[0].upper()}"
@@ -157,26 +170,65 @@ def power_fragments(power: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFram
     ]
 
 
+def naval_fragments(naval: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
+    """'Within naval' phrases: its best methods and the tests within it, validation at its grids' ends, the published
+    numbers' verdicts and our means beside them."""
+    judged = judged_on(verdicts, "uci_naval")
+    rmse_cells, nll_cells = (
+        judged[judged["column"].str.endswith(metric)].sort_values("row") for metric in ("rmse_original", "nll_original")
+    )
+    undetermined = nll_cells.loc[nll_cells["verdict"] == "undetermined", "row"].str.split(" ").str[0]
+    worse_nll = worse_than_best(paired, "uci_naval", "nll_original")
+    beta, rate = naval.grid_end("bedl", "noise_precision", max), naval.grid_end("mc_dropout", "dropout", min)
+    (laplace, on_laplace), (repulsive, on_repulsive) = map(naval.most_chosen, ("laplace", "repulsive_ensemble"))
+    return [
+        f"Within naval, {naval.bests()}",
+        f"the tests within the dataset tell none from {NAMES[naval.rmse.idxmin()]} on RMSE"
+        if not worse_than_best(paired, "uci_naval", "rmse_original")
+        else "tell some apart on RMSE",
+        f"and {WORDS[len(worse_nll)]} methods from {NAMES[naval.nll.idxmin()]} on NLL ("
+        + ", ".join(NAMES[method] for method in sorted(worse_nll)),
+        f"BEDL's largest precision ({float(beta.split('=')[1]):g}) won on {naval.chosen('bedl', beta)} of "
+        f"{splits('naval')} splits, MC dropout's smallest rate on {naval.chosen('mc_dropout', rate)}",
+        f"(the Laplace std {laplace} on {on_laplace}, the repulsive ensemble's std {repulsive} on {on_repulsive}, its "
+        "grid's end too)",
+        f"their {' and '.join(f'{value:.2f}' for value in rmse_cells['published'])} (deep ensemble, MC dropout)",
+        f"round ours ({' and '.join(f'{value:.2g}' for value in rmse_cells['ours'])}) to "
+        f"{' and '.join(f'{value:.2f}' for value in rmse_cells['ours'])}",
+        f"{int((nll_cells['verdict'] == 'differs').sum())} of the {len(nll_cells)} published NLLs differ from ours",
+        f"ours with one shared noise gives {naval.nll['deep_ensemble']:.2f} against their ensemble's "
+        f"{naval.published(ENSEMBLES, 'Deep Ensembles', 'nll_original'):.2f}",
+        f"MC dropout's {naval.nll['mc_dropout']:.2f} against the "
+        f"{naval.published(ENSEMBLES, 'MC-dropout', 'nll_original'):.2f} of Gal & Ghahramani's first version",
+        f"ahead of ours {naval.thesis_gap()}",
+        f"its BEDL {naval.published('thesis Table 5.1', 'BEDL', 'nll_original'):.2f} against our "
+        f"{naval.nll['bedl']:.2f}",
+        " and ".join(f"{NAMES[m]}'s" for m in undetermined) + " undetermined",
+        "the heteroscedastic track has no naval runs yet" if naval.head is None else f"with heads {naval.head:.2f}",
+    ]
+
+
 def large_sets_fragments(metrics: pd.DataFrame, heads: pd.DataFrame) -> list[str]:
     """'The large sets.' phrases: the sets' shapes, the leaderboard over every dataset without the GP, and each large
     set's own sentences."""
     selected, choices = validation_choice(metrics, STUDY.benchmark["select_by"], block_keys(STUDY.benchmark))
     paired = paired_replicates(ranked(selected, STUDY.benchmark), "regression")
     rmse, nll = study_rankings(on_every_dataset(paired), "regression")
-    kin8nm, power = (LargeSet(name, metrics, heads, choices) for name in LARGE)
+    kin8nm, power, naval = (LargeSet(name, metrics, heads, choices) for name in LARGE)
     verdicts = published_comparison(selected, published_values(STUDY.benchmark["published"]))
     return [
-        f"Kin8nm ({shape('kin8nm')}) and power ({shape('power')})",
+        f"Kin8nm ({shape('kin8nm')}), power ({shape('power')}) and naval ({shape('naval')})",
         f"Ranked over all {WORDS[len(rmse.blocks)]} datasets without the GP"
         if set(paired["method"]) - set(rmse.average_ranks.index) == {"gp"}
         else "other methods left out",
-        "the deep ensemble is first on both metrics"
-        if rmse.average_ranks.index[0] == nll.average_ranks.index[0] == "deep_ensemble"
-        else "another first",
+        f"{NAMES[rmse.average_ranks.index[0]]} is first on both metrics"
+        if rmse.average_ranks.index[0] == nll.average_ranks.index[0]
+        else f"{NAMES[rmse.average_ranks.index[0]]} is first on RMSE and {NAMES[nll.average_ranks.index[0]]} on NLL",
         f"({rmse.average_ranks.iloc[0]:.2f} on RMSE, {nll.average_ranks.iloc[0]:.2f} on NLL; Friedman "
         f"p = {rmse.friedman_p:.2g} and {nll.friedman_p:.2g})",
         *kin8nm_fragments(kin8nm),
         *power_fragments(power, verdicts, paired),
+        *naval_fragments(naval, verdicts, paired),
     ]
 
 
