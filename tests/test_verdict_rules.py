@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from statsmodels.stats.multitest import multipletests
 
 from bnnrepro.artifacts.claims import all_claims, check
 from bnnrepro.artifacts.context import ArtifactContext
@@ -32,6 +33,7 @@ from bnnrepro.artifacts.verdict_rules import (
     all_of,
     cell_verdict,
     family_differs,
+    holm_adjusted,
     metric_kind,
     paired_cell_verdict,
     paired_comparison,
@@ -129,6 +131,17 @@ def test_a_family_of_published_number_tests_differs_only_after_holm() -> None:
     assert [v.label for v in corrected[:4]] == [UNDETERMINED, DIFFERS, AGREES, NOT_JUDGED]
     assert "Holm over 40" in corrected[0].reason
     assert family_differs([borderline])[0].label == DIFFERS  # a family of one: no correction
+
+
+def test_holm_adjusted_p_values_are_statsmodels_and_reject_as_it_does() -> None:
+    """The reference library on the same inputs: ties, values adjusted past 1, one test, random families."""
+    rng = np.random.default_rng(4)
+    families = [[0.01, 0.04, 0.03, 0.005], [0.02, 0.02, 0.5, 0.9, 0.02], [0.3], rng.uniform(0, 0.1, 40)]
+    for p in [*families, rng.uniform(0, 1, 7) ** 3]:
+        rejected, reference, _, _ = multipletests(p, alpha=0.05, method="holm")
+        np.testing.assert_allclose(holm_adjusted(p), reference, rtol=1e-15)
+        np.testing.assert_array_equal(holm_adjusted(p) <= 0.05, rejected)
+    assert holm_adjusted([]).shape == (0,)
 
 
 def test_a_paired_comparison_holds_is_contradicted_or_not_resolved() -> None:

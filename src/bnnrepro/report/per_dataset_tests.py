@@ -3,7 +3,7 @@
 The splits of one dataset are not independent samples (their training sets overlap), so the paired t-test's
 variance of the mean difference, var/n, is too small; the corrected resampled t-test (Nadeau & Bengio 2003, eq. for
 the "corrected resampled t") scales it to var (1/n + n_test/n_train). Its p-values, two-sided, are corrected with
-Holm's method over every comparison of a metric in the benchmark (statsmodels). The same Student distribution is the
+Holm's method over every comparison of a metric in the benchmark (`holm_adjusted`). The same Student distribution is the
 posterior of the Bayesian correlated t-test (Corani & Benavoli 2015, baycomp's `CorrelatedTTest`), from which each
 comparison also gets P(within the metric's region of practical equivalence, `ROPES`).
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
+from bnnrepro.artifacts.verdict_rules import holm_adjusted
 from bnnrepro.report.practical_equivalence import DECIDED, RANKED_METRICS_DIRECTION, ROPES, excess
 from bnnrepro.report.ranking import SIGNIFICANCE, metric_blocks
 
@@ -80,7 +80,7 @@ def compare_within_datasets(
             shortfall = float(shortfalls[method].mean())
             found.append(SplitComparison(dataset, method, best, shortfall, p, math.nan, equivalent, len(blocks)))
     tested = [i for i, c in enumerate(found) if not math.isnan(c.p)]
-    holm = multipletests([found[i].p for i in tested], method="holm")[1] if tested else []
+    holm = holm_adjusted([found[i].p for i in tested])
     adjusted = dict(zip(tested, map(float, holm), strict=True))
     return [replace(c, p_holm=adjusted.get(i, math.nan)) for i, c in enumerate(found)]
 
