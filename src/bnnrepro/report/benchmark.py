@@ -46,7 +46,7 @@ def _split_slug(hparams: str, keys: set[str]) -> tuple[str, str, str]:
     """(the tuned setting, the dataset's own pairs, the replicate) of a run's slug: 'dropout=0.05', '', 'split=3' of
     'split=3+dropout=0.05' with block keys {'split'}; each 'default' where it has no pair ('' for the dataset's)."""
     parts: dict[str, list[str]] = {"setting": [], "dataset": [], "replicate": []}
-    for pair in str(hparams).split(PAIR_SEPARATOR):
+    for pair in hparams.split(PAIR_SEPARATOR):
         key = pair.split("=", 1)[0]
         if pair != "default":
             parts["replicate" if key in REPLICATES else "dataset" if key in keys else "setting"].append(pair)
@@ -65,7 +65,9 @@ def as_blocks(metrics: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
     replicates folded into the dataset's name ('spirals [omega=4]': each is a dataset of its own to rank over) and
     `hparams` the replicate pairs alone ('split=3')."""
     frame = metrics.copy()
-    parts = [_split_slug(hparams, keys) for hparams in frame["hparams"]]
+    slugs = frame["hparams"].astype(str)
+    parsed = {slug: _split_slug(slug, keys) for slug in slugs.unique()}  # a row per metric and run: few slugs
+    parts = [parsed[slug] for slug in slugs]
     frame["setting"] = [setting for setting, _, _ in parts]
     names = zip(frame["dataset"], parts, strict=True)
     frame["dataset"] = [f"{name} [{own}]" if own else name for name, (_, own, _) in names]

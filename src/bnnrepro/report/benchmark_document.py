@@ -356,6 +356,8 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     `sample` (`bnnrepro.report.hierarchical_comparison.kept_comparisons`)."""
     provenance = json.loads((folder / PROVENANCE_FILE).read_text())
     tidy = pd.read_csv(folder / METRICS_FILE)
+    missing, pairs = not_run(folder, tidy)
+    not_run_lines = not_run_section(folder, [*missing, *pairs])  # first: a run left out without its reason stops here
     study = load_study(provenance["study"])
     selected, choices = validation_choice(tidy, study.benchmark["select_by"], block_keys(study.benchmark))
     compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
@@ -367,7 +369,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     costs = method_costs(
         tidy[tidy["dataset"].isin(ran_on_by_all(tidy, set(paired["method"])))], block_keys(study.benchmark)
     )
-    to_best, (missing, pairs) = compare_each(rankings), not_run(folder, tidy)
+    to_best = compare_each(rankings)
     holdout = holdout_fraction(study.benchmark)
     hierarchical = kept_comparisons(folder, rankings, paired, sample, holdout)
     wall = provenance.get("wall_seconds")
@@ -395,7 +397,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
             HIERARCHICAL_LIMIT,
         ),
         "",
-        *not_run_section(folder, [*missing, *pairs]),
+        *not_run_lines,
         "### Cost per dataset",
         "",
         *cost_section(tidy),
