@@ -210,8 +210,8 @@ def heteroscedastic_fragments(heads: pd.DataFrame, shared: pd.DataFrame) -> list
     runner_up = sorted(tests, key=tests.get)[1]
     direction = "costing" if per_set(*smallest).mean() > 0 else "improving"
     shown = (
-        f"below 0.05: with naval the eighth set, {NAMED[smallest[0]]}'s head {direction} {smallest[1].upper()} is "
-        "shown over datasets"
+        f"below {SIGNIFICANCE:g}: with naval the eighth set, {NAMED[smallest[0]]}'s head {direction} "
+        f"{smallest[1].upper()} is shown over datasets"
         if holm < SIGNIFICANCE
         else "a pattern here, not a shown effect"
     )

@@ -50,10 +50,10 @@ def side(ours: float, theirs: float) -> str:
     return "below" if ours < theirs else "above"
 
 
-def worse_than_best(paired: pd.DataFrame, dataset: str, metric: str) -> list[str]:
-    """The methods the corrected resampled t-tests within `dataset` find worse than its best on `metric`."""
-    within = compare_within_datasets(paired, metric, holdout_fraction(STUDY.benchmark))
-    return [c.method for c in within if c.dataset == dataset and split_verdict(c) == "worse"]
+def worse_than_best(within: dict[str, list], dataset: str, metric: str) -> list[str]:
+    """The methods the corrected resampled t-tests within `dataset` (`within`: each metric's comparisons over every
+    dataset, `compare_within_datasets`) find worse than its best on `metric`."""
+    return [c.method for c in within[metric] if c.dataset == dataset and split_verdict(c) == "worse"]
 
 
 def judged_on(verdicts: pd.DataFrame, dataset: str) -> pd.DataFrame:
@@ -139,10 +139,10 @@ def kin8nm_fragments(kin8nm: LargeSet) -> list[str]:
     ]
 
 
-def power_fragments(power: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
+def power_fragments(power: LargeSet, verdicts: pd.DataFrame, within: dict[str, list]) -> list[str]:
     """'Within power' phrases: its best methods and the tests within it, validation's choices there, the published
     numbers' verdicts and our means beside them."""
-    told_apart = worse_than_best(paired, "uci_power", "rmse_original")
+    told_apart = worse_than_best(within, "uci_power", "rmse_original")
     judged = judged_on(verdicts, "uci_power")
     agree = judged["verdict"] == "agrees"
     others = " and ".join(
@@ -170,7 +170,7 @@ def power_fragments(power: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFram
     ]
 
 
-def naval_fragments(naval: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
+def naval_fragments(naval: LargeSet, verdicts: pd.DataFrame, within: dict[str, list]) -> list[str]:
     """'Within naval' phrases: its best methods and the tests within it, validation at its grids' ends, the published
     numbers' verdicts and our means beside them."""
     judged = judged_on(verdicts, "uci_naval")
@@ -179,7 +179,7 @@ def naval_fragments(naval: LargeSet, verdicts: pd.DataFrame, paired: pd.DataFram
     )
     undetermined = nll_cells.loc[nll_cells["verdict"] == "undetermined", "row"].str.split(" ").str[0]
     worse_rmse, worse_nll = (
-        worse_than_best(paired, "uci_naval", metric) for metric in ("rmse_original", "nll_original")
+        worse_than_best(within, "uci_naval", metric) for metric in ("rmse_original", "nll_original")
     )
     beta, rate = naval.grid_end("bedl", "noise_precision", max), naval.grid_end("mc_dropout", "dropout", min)
     (laplace, on_laplace), (repulsive, on_repulsive) = map(naval.most_chosen, ("laplace", "repulsive_ensemble"))
@@ -218,6 +218,8 @@ def large_sets_fragments(metrics: pd.DataFrame, heads: pd.DataFrame) -> list[str
     rmse, nll = study_rankings(on_every_dataset(paired), "regression")
     kin8nm, power, naval = (LargeSet(name, metrics, heads, choices) for name in LARGE)
     verdicts = published_comparison(selected, published_values(STUDY.benchmark["published"]))
+    holdout = holdout_fraction(STUDY.benchmark)
+    within = {m: compare_within_datasets(paired, m, holdout) for m in ("rmse_original", "nll_original")}
     return [
         f"Kin8nm ({shape('kin8nm')}), power ({shape('power')}) and naval ({shape('naval')})",
         f"Ranked over all {WORDS[len(rmse.blocks)]} datasets without the GP"
@@ -229,8 +231,8 @@ def large_sets_fragments(metrics: pd.DataFrame, heads: pd.DataFrame) -> list[str
         f"({rmse.average_ranks.iloc[0]:.2f} on RMSE, {nll.average_ranks.iloc[0]:.2f} on NLL; Friedman "
         f"p = {rmse.friedman_p:.2g} and {nll.friedman_p:.2g})",
         *kin8nm_fragments(kin8nm),
-        *power_fragments(power, verdicts, paired),
-        *naval_fragments(naval, verdicts, paired),
+        *power_fragments(power, verdicts, within),
+        *naval_fragments(naval, verdicts, within),
     ]
 
 
