@@ -1,12 +1,13 @@
 # `make` sets everything up and builds reports/report.pdf at the default scale (offline, CPU).
-# `make test` sets everything up and runs the test suite (what CI runs).
+# `make test` sets everything up and runs the test suite without the tests marked `slow` (what CI runs);
+# `make test-all` runs every test.
 # Both are idempotent: the environment is rebuilt only when pyproject.toml or requirements.lock change.
 VENV := .venv
 STAMP := $(VENV)/.installed
 PYTHON ?= python3
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all setup report test test-fast lint format bench lock
+.PHONY: all setup report test test-all lint format bench lock
 
 all: report
 
@@ -31,10 +32,10 @@ report: $(STAMP) $(BYTECODE)
 	snakemake --cores all
 
 test: $(STAMP) $(BYTECODE)
-	pytest
-
-test-fast: $(STAMP) $(BYTECODE)
 	pytest -m "not slow"
+
+test-all: $(STAMP) $(BYTECODE)
+	pytest
 
 lint: $(STAMP)
 	ruff check src tests benchmarks scripts

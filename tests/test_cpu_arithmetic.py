@@ -47,6 +47,7 @@ def metrics(data: Path, run_dir: Path, setting: str, widest: str | None) -> dict
     return json.loads((run_dir / "metrics.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_pinned_run_gives_the_same_bits_whatever_kernels_the_cpu_would_pick(spiral_file: Path, tmp_path: Path):
     """The same run on a machine whose dispatch would pick the scalar kernels and on one that picks its widest (this
     CPU's: AVX2 or AVX-512): bit-identical metrics under portable, different under native (the negative control: the

@@ -37,8 +37,6 @@ from bnnrepro.report.typst_report import printed_figures
 from bnnrepro.report.verdicts import MATCHES, NOT_COMPARABLE, VERDICTS, claim_status
 from tests.conftest import run
 
-pytestmark = pytest.mark.slow
-
 REPRODUCED = {"udn/fig2", "udn/fig3a", "udn/fig3b", "udn/table1", "udn/fig5", "udn/fig6"} | {
     "udn/fig4", "udn/fig7", "udn/fig8", "udn/table2",
     "sdebnn/fig1", "sdebnn/fig2", "sdebnn/fig3", "sdebnn/fig4", "sdebnn/fig8", "sdebnn/fig10",
@@ -152,6 +150,7 @@ def test_nothing_to_do_after_the_run(built: Path) -> None:
     assert "Running stage" not in second.stdout
 
 
+@pytest.mark.slow
 def test_results_pushed_to_a_dvc_remote_are_up_to_date_in_a_fresh_clone(
     built: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -182,6 +181,7 @@ def test_results_pushed_to_a_dvc_remote_are_up_to_date_in_a_fresh_clone(
     assert "Nothing to be done" in run(["snakemake", "-n"], clone).stdout
 
 
+@pytest.mark.slow
 def test_dvc_runs_the_scale_a_user_asks_for(built: Path, tmp_path: Path) -> None:
     """`dvc repro` runs config/config.yaml's scale; `dvc exp run -S` sets it for a run: asking for the smoke scale
     after the smoke run schedules nothing, though the file says `default`."""
@@ -221,6 +221,7 @@ def declared_inputs(built: Path, dry_run: str, rule: str) -> set[str]:
     return inputs
 
 
+@pytest.mark.slow
 def test_a_drawing_job_reads_no_file_it_does_not_declare(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Every project file a drawing job opens (its study, the configs it composes, evaluation settings, the catalog)
     is among its declared inputs, so that an edit of it redraws; its Python code is declared by the import graph.
@@ -336,6 +337,7 @@ def planned_outputs(dry_run_output: str, rule: str) -> list[str]:
     return re.findall(rf"^(?:localrule|rule) {rule}:\n(?:\s+\w+: .*\n)*?\s+output: ([^\n,]+)", dry_run_output, re.M)
 
 
+@pytest.mark.slow
 def test_a_study_at_another_scale_joins_the_smoke_report_and_retrains_nothing_else(built: Path, tmp_path: Path) -> None:
     """`study_scales` runs chosen studies at `default` beside the smoke ones: only their runs are planned, under
     results/default/; a real run of one of them builds its results and the report, which names each artifact's and
@@ -369,6 +371,7 @@ def test_a_study_at_another_scale_joins_the_smoke_report_and_retrains_nothing_el
     assert "train" not in back and "evaluate" not in back
 
 
+@pytest.mark.slow
 def test_a_renamed_study_retrains_nothing_and_other_overrides_retrain_it(built: Path, tmp_path: Path) -> None:
     """A run's folder is named by its variant's overrides, not by its study (bnnrepro.layout): the UDN spirals study
     under another name plans no training or evaluation, only its aggregation and drawing; the same study with one
@@ -390,6 +393,7 @@ def test_a_renamed_study_retrains_nothing_and_other_overrides_retrain_it(built: 
     assert planned["train"] == len(load_study("udn_spirals").runs("smoke"))
 
 
+@pytest.mark.slow
 def test_fidelity_collect_keeps_each_claim_and_table_of_a_built_tree(built: Path, tmp_path: Path) -> None:
     """`python -m bnnrepro.fidelity collect` on the built tree checks every registered claim of the studies'
     artifacts on the same files their draw functions read, and keeps their tables, from which the document is
@@ -419,6 +423,7 @@ def tree_of(built: Path, runs: list, folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_fidelity_collect_adds_a_later_batch_to_the_kept_results(built: Path, tmp_path: Path) -> None:
     """Two batches trained in two trees (thesis_bnsde: the Lorenz runs, then the CMU runs), the second collected with
     `add=True`, keep what one collect of both gives: the same metrics, tables and claims, with each batch's provenance.

@@ -18,8 +18,6 @@ from bnnrepro.pipeline.studies import load_study
 from tests.conftest import run
 from tests.test_pipeline import planned_outputs, scheduled_jobs
 
-pytestmark = pytest.mark.slow
-
 
 def test_a_code_change_reruns_only_the_jobs_that_run_that_code(built: Path) -> None:
     module = built / "src/bnnrepro/artifacts/udn_spirals.py"

@@ -123,6 +123,7 @@ def test_a_study_named_like_the_run_folders_is_refused() -> None:
         load_study("runs")
 
 
+@pytest.mark.slow
 def test_building_a_plan_writes_no_file() -> None:
     """The plan reads the configuration and changes nothing: no result, report, config or Snakemake record appears
     or changes (the DAG cache is written only where a record file is given)."""

@@ -18,8 +18,6 @@ import pytest
 
 from tests.conftest import ROOT, copy_project, run
 
-pytestmark = pytest.mark.slow
-
 MISSING = [tool for tool in ("slurmctld", "slurmd", "munged", "sbatch", "unshare") if shutil.which(tool) is None]
 # one study, as the issue asks: the UDN against f2 on a UCI stand-in, two runs (each SLURM job costs seconds of
 # submission and status polling, so the ten runs of udn_spirals took two and a half minutes)

@@ -48,6 +48,7 @@ def rate(verdicts: list[str], label: str) -> float:
     return verdicts.count(label) / len(verdicts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("artifact_id", sorted({cell[0] for cell in judged_cells()}))
 def test_cells_agree_when_faithful_and_rarely_at_the_margin(artifact_id: str) -> None:
     """Per judged cell, at the paper's n of ours: a faithful result (the published distribution) agrees in >= 90% of
