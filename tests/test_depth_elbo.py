@@ -1,6 +1,5 @@
 """The ELBO of eq. (10) against a brute-force sum over truncations, and its lambda-gradient (UDN paper eqs. 8-10)."""
 
-import contextlib
 import math
 
 import numpy as np
@@ -11,19 +10,10 @@ from scipy import stats
 from bnnrepro.inference import depth_posteriors
 from bnnrepro.inference.depth_elbo import depth_elbo
 from bnnrepro.methods.depth_networks import DepthNetworkMethod
+from bnnrepro.methods.laplace import default_dtype
 from bnnrepro.models.unbounded_depth import UnboundedDepthNetwork, fully_connected_layer, linear_head
 
 IN, WIDTH, OUT, N = 2, 5, 2, 7
-
-
-@contextlib.contextmanager
-def default_dtype(dtype):
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(old)
 
 
 def make_method(posterior, prior, heads, prior_std, seed=0):
