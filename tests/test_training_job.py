@@ -51,7 +51,6 @@ def resumable_epoch(run_dir: Path) -> int:
         return 0
 
 
-@pytest.mark.slow
 def test_killed_job_resumes_and_ends_with_the_uninterrupted_metrics(spiral_file: Path, tmp_path: Path) -> None:
     settings = ("train.epochs=400", "train.eval_every=20", "train.checkpoint_every=20")
     reference = train(spiral_file, tmp_path / "reference", *settings)
