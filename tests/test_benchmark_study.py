@@ -227,6 +227,7 @@ def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> N
     assert (project / "reports/report.pdf").is_file()
 
 
+@pytest.mark.slow  # the whole document, baycomp's Monte Carlo tests included: about a minute
 def test_the_committed_benchmark_document_is_the_one_the_committed_results_make(tmp_path: Path) -> None:
     """docs/benchmark.md is regenerated from docs/benchmark/; a method of the benchmark that the kept runs lack must
     have its reason in not_run.yaml (the negative control: without the file the document refuses)."""
