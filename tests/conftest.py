@@ -199,7 +199,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", "--allow-empty"], project)
     run(["dvc", "init", "-q"], project)
     run(["dvc", "config", "core.analytics", "false"], project)
-    # offline where a network namespace can be made; 203 jobs beside the other tests on two cores take 10 minutes
+    # offline where a network namespace can be made; 251 jobs beside the other tests on two cores take 6 to 8 minutes
     run([*OFFLINE, "dvc", "repro"], project, timeout=1800)
     shutil.copy(project / JOB_SERVER_LOG, project.parent / "first_run_job_server.log")  # later tests rerun jobs
     add_session_dag_record(project)
