@@ -176,7 +176,7 @@ def test_control_a_leaderboard_that_moved_fails_the_check(method: str, metric: s
 
 HETEROSCEDASTIC = KeptFolder(ROOT / "docs/benchmark/paper/uci_benchmark_heteroscedastic")
 NAMED = {"deep_ensemble": "the deep ensemble", "mc_dropout": "MC dropout", "mfvi": "MFVI"}
-WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
 
 def selected_means(metrics: pd.DataFrame, study: str) -> pd.Series:
