@@ -298,3 +298,19 @@ def test_a_method_too_costly_for_one_dataset_gets_a_leaderboard_over_every_datas
     assert not any(line.startswith("| gp |") for line in lines)
     complete = tidy(rows(("gp", "mfvi", "udn")))
     assert every_dataset_leaderboard(complete, method_costs(complete), "regression") == []
+
+
+@pytest.mark.parametrize("name", ["uci_benchmark", "toy2d_benchmark"])
+def test_a_benchmark_s_repulsive_ensemble_runs_a_repulsive_rule(name: str) -> None:
+    """The variant the documents call the repulsive ensemble composes one of D'Angelo & Fortuin's repulsive rules,
+    not eq. (2)'s independent MAP ascent (rule `de`, the config's default: the benchmark ran that under this name
+    until commit 5539970). The control: the variant's method config without the study's choice composes `de`."""
+    from bnnrepro.methods.repulsive_ensembles import FUNCTION_SPACE_RULES, WEIGHT_SPACE_RULES
+    from bnnrepro.train_configs import compose_config
+
+    study = load_study(name)
+    run = next(run for run in study.runs("paper") if run.method == "repulsive_ensemble")
+    overrides = study.overrides(run)
+    assert compose_config(overrides).method.rule in {*WEIGHT_SPACE_RULES, *FUNCTION_SPACE_RULES} - {"de"}
+    plain = [override if not override.startswith("method=") else "method=repulsive_ensemble" for override in overrides]
+    assert compose_config(plain).method.rule == "de"
