@@ -317,7 +317,8 @@ class Plan(DataJobInputs, RunResults, DrawingJobs):
         ]
 
     def study_bases(self, wildcards) -> list[str]:
-        """The study files a study takes its method variants from (`Study.bases`), which its jobs read with its own."""
+        """The study files a study takes method variants or published numbers from (`Study.bases`), which its jobs
+        read with its own."""
         return [str(path.relative_to(project_root())) for path in self.studies[wildcards.study].bases]
 
     def own_study_datasets(self, wildcards) -> list[str]:

@@ -28,6 +28,7 @@ from bnnrepro.paths import project_root, studies_dir, train_config_dir
 from bnnrepro.pipeline.benchmark_grids import benchmark_grids
 from bnnrepro.pipeline.dag_cache import cached, files_digest
 from bnnrepro.pipeline.method_tasks import method_tasks, methods_taking, table_error, why_not
+from bnnrepro.pipeline.published_references import with_referenced_published
 from bnnrepro.pipeline.study_error import StudyError
 from bnnrepro.train_configs import SCALES, compose_config, composed_files, dataset_task
 
@@ -107,11 +108,12 @@ class Study:
     method_variants: dict
     common: dict  # Hydra overrides of every run, before (and overridden by) its method variant's
     benchmark: dict | None = None  # a benchmark's block (task, select_by, published, ...), expanded into `grids`
-    bases: tuple[Path, ...] = ()  # the study files whose method variants it takes (`method_variants_from`)
+    bases: tuple[Path, ...] = ()  # the study files it reads besides its own (`method_variants_from`, `published`)
 
     @property
     def files(self) -> tuple[Path, ...]:
-        """The study's file and those it takes method variants from: what its jobs read of config/studies."""
+        """The study's file and those it takes method variants or published numbers from: what its jobs read of
+        config/studies."""
         return (studies_dir() / f"{self.name}.yaml", *self.bases)
 
     def variant_overrides(self, variant: str) -> dict:
@@ -237,6 +239,8 @@ def load_study(name: str, record: Path | None = None) -> Study:
     if not path.exists():
         raise StudyError(f"unknown study {name!r}; available studies: {', '.join(available_studies())}")
     raw, bases = _with_inherited_variants(read_yaml(path), path, (name,))
+    raw, referenced = with_referenced_published(raw, path)
+    bases = tuple(dict.fromkeys((*bases, *referenced)))
 
     def check() -> bool:
         for base in bases:  # checked as a study of its own, so that its errors name its file

@@ -7,10 +7,11 @@ share (`dataset.val_fraction`) and records its validation metrics; for each meth
 split and seed) the setting with the best `select_by` is the method's result there, so no setting is chosen on test
 data. The report then treats the chosen runs as one entrant per method (its tables, ranks and figures).
 
-Published numbers (`published_values`) come from the benchmark's `published:` entries: a catalog table of the five
-works (`artifact`, its values and the kind of its ±), or the values of another work written in the study file
-(`source`, `spread`, `values`); `rows` maps a published row to our method (null: a published method we do not run,
-shown for reference), `dataset_prefix` turns a published column into our dataset's name, `negate` turns a reported
+Published numbers (`published_values`) come from the benchmark's `published:` entries: a catalog table of the five works
+(`artifact`, its values and the kind of its ±), the values of another work written in the study file (`source`,
+`spread`, `values`), or another study file's entry of that `source` (`study`, resolved when the study is read:
+bnnrepro.pipeline.published_references); `rows` maps a published row to our method (null: a published method we do not
+run, shown for reference), `dataset_prefix` turns a published column into our dataset's name, `negate` turns a reported
 log-likelihood into our NLL. The kind of a ± belongs to the work that made the number, not to the table that cites it:
 `spread` is one {kind, runs} or one per row. A value may give the source's own runs (`splits`, one per split in the
 benchmark's order of splits) in place of `value` and `error`: its cell is then judged paired by split.
