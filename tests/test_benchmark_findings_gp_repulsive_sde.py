@@ -1,7 +1,8 @@
 """The numbers of the UCI benchmark's findings on the exact GP, the repulsive ensemble and the unranked SDE-BNN and ODE
 net (docs/benchmark/paper/uci_benchmark/findings.yaml), computed again from the kept runs and the experiments kept
 beside them (gp_duplicate_rows.csv from scripts/gp_duplicate_rows.py, the repulsive ensemble's budget CSV from
-scripts/uci_budget_sensitivity.py); the controls: the same check on changed runs or a changed CSV fails.
+scripts/uci_budget_sensitivity.py and its comparison with the MAP ensemble it replaced, repulsion_effect.csv from
+scripts/repulsion_effect.py); the controls: the same check on changed runs or a changed CSV fails.
 
 Not kept, so not checked here: what stopped the SDE-BNN's run that left no metrics (its NaN loss at epoch 14, in the
 job's log), and that it stopped there again in the third batch."""
@@ -17,10 +18,11 @@ import pandas as pd
 from bnnrepro.pipeline.studies import Run
 from bnnrepro.report.benchmark import block_keys, ranked, validation_choice
 from bnnrepro.report.ranking import paired_replicates, study_rankings
-from tests.findings_helpers import KeptFolder, scaled
+from tests.findings_helpers import KeptFolder, listed, scaled, span
 from tests.test_benchmark_findings import KEPT, SHOWN, STUDY, WORDS, budget_cell, selected_means
 
 DUPLICATES = "gp_duplicate_rows.csv"
+REPULSION = "repulsion_effect.csv"
 
 
 def percent(share: float, digits: int = 0) -> str:
@@ -71,8 +73,33 @@ def gp_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list[str]:
     ]
 
 
+def repulsion_fragments(folder: KeptFolder = KEPT) -> list[str]:
+    """'The repulsive ensemble.' phrases on the repulsion: its kde-fWGD runs against the MAP ensemble's they replaced,
+    paired by split, and the posterior's drive against the repulsion (repulsion_effect.csv)."""
+    effect = pd.read_csv(folder.path / REPULSION, index_col="dataset")
+    sets = [name.removeprefix("uci_") for name in effect.index]
+
+    def separated(metric: str) -> str:
+        found = [(name, p) for name, p in zip(sets, effect[f"{metric}_wilcoxon_p"], strict=True) if p < 0.05]
+        where = listed(name for name, _ in found)
+        return f"on {where} (p = {listed(f'{p:.2g}' for _, p in found)})" if found else "on no set"
+
+    runs = effect["splits"] * len(STUDY.benchmark["tuning"]["repulsive_ensemble"]["method.likelihood_std"])
+    fwgd, map_ = ((effect[f"seconds_{rule}"] * runs).sum() / runs.sum() for rule in ("fwgd", "map"))
+    return [
+        f"kde-fWGD took {fwgd:.1f} s per run on the small sets against the MAP ensemble's {map_:.1f} s, "
+        f"{fwgd / map_:.1f} times as long",
+        f"on {listed(sets)} (their {effect['splits'].sum()} splits)",
+        f"the test RMSE moved by at most {effect['rmse_largest_change'].max():.2%} and the test NLL by at most "
+        f"{effect['nll_largest_change'].max():.3f} on any split",
+        f"validation chose the same std on {effect['same_choice'].sum()} of {effect['splits'].sum()} splits",
+        f"a paired Wilcoxon test separates the two RMSEs {separated('rmse')} and the two NLLs {separated('nll')}",
+        f"the posterior's drive in eq. (20) is {span(effect['drive_to_repulsion'], ',.0f')} times the repulsion",
+    ]
+
+
 def repulsive_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> list[str]:
-    """'The repulsive ensemble.' phrases: its ranks, yacht RMSE and budget experiment."""
+    """'The repulsive ensemble.' phrases: its ranks, yacht RMSE and budget experiment, and the repulsion's effect."""
     selected, choices = validation_choice(metrics, STUDY.benchmark["select_by"], block_keys(STUDY.benchmark))
     rmse, nll = study_rankings(paired_replicates(ranked(selected, STUDY.benchmark), "regression"), "regression")
     yacht = selected_means(metrics, "uci_benchmark").xs(
@@ -90,6 +117,7 @@ def repulsive_fragments(metrics: pd.DataFrame, folder: KeptFolder = KEPT) -> lis
         f"gives NLL {budget_cell(protocol, 'nll')} and RMSE {budget_cell(protocol, 'rmse')}; 400 epochs give "
         f"{most['nll']:.2f} and {most['rmse']:.2f}, and 400 epochs on the whole training split {longest['nll']:.2f} "
         f"and {longest['rmse']:.2f}",
+        *repulsion_fragments(folder),
     ]
 
 
@@ -207,6 +235,16 @@ def test_control_a_duplicate_rows_table_that_moved_fails_the_check(tmp_path: Pat
     table.loc["uci_wine", "nll_other"] = 0.9
     table.to_csv(copy / DUPLICATES)
     assert KeptFolder(copy).missing_fragments(gp_fragments(KEPT.metrics(), KeptFolder(copy)))
+
+
+def test_control_a_repulsion_that_moved_the_results_fails_the_check(tmp_path: Path) -> None:
+    """The comparison CSV with one set's largest RMSE change ten times larger."""
+    copy = tmp_path / "kept"
+    shutil.copytree(KEPT.path, copy, ignore=shutil.ignore_patterns("metrics.csv", "vendor_rerun.csv"))
+    table = pd.read_csv(copy / REPULSION, index_col="dataset")
+    table["rmse_largest_change"] *= 10
+    table.to_csv(copy / REPULSION)
+    assert KeptFolder(copy).missing_fragments(repulsion_fragments(KeptFolder(copy)))
 
 
 def test_control_a_second_diverged_run_fails_the_check() -> None:
