@@ -9,10 +9,10 @@
 Per dataset: the splits both have; each rule's mean test RMSE and NLL (targets' units); the largest relative RMSE change
 and the largest absolute NLL change over the splits; the splits on which validation chose the same likelihood std; the
 p-values of a paired Wilcoxon signed-rank test over the splits (scipy.stats.wilcoxon) of each metric; each rule's mean
-training seconds per run (over every run, each std of the grid). With `--tree`, a
-project folder holding the kde-fWGD runs' folders, also why the two are close: on split 0's chosen run, after training,
-the median over particles of |grad_f log p(f | D)| / |grad log rho(f)| on the first training batch of 32 rows, the
-posterior's drive against the repulsion in eq. (20) before both are pushed back to the weights.
+training seconds per run (over every run, each std of the grid). With `--tree`, a project folder holding the kde-fWGD
+runs' folders, also why the two are close: on split 0's chosen run, after training, the median over particles of |grad_f
+log p(f | D)| / |grad log rho(f)| on the first training batch of 32 rows, the posterior's drive against the repulsion in
+eq. (20) before both are pushed back to the weights.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def seconds(metrics: pd.DataFrame) -> pd.Series:
 def comparison(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """A row per dataset of the two rules' chosen runs, paired by split (module docstring)."""
     paired = pd.merge(chosen(before), chosen(after), left_index=True, right_index=True, suffixes=("_map", "_fwgd"))
+    seconds_map, seconds_fwgd = seconds(before), seconds(after)
     rows = []
     for dataset, runs in paired.groupby(level="dataset"):
         row = {
@@ -73,7 +74,7 @@ def comparison(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
             row[f"{short}_wilcoxon_p"] = (
                 wilcoxon(new, old, zero_method="zsplit").pvalue if len(runs) > 1 else float("nan")
             )
-        row["seconds_map"], row["seconds_fwgd"] = seconds(before)[dataset], seconds(after)[dataset]
+        row["seconds_map"], row["seconds_fwgd"] = seconds_map[dataset], seconds_fwgd[dataset]
         rows.append(row)
     return pd.DataFrame(rows).set_index("dataset")
 

@@ -4,8 +4,9 @@ beside them (gp_duplicate_rows.csv from scripts/gp_duplicate_rows.py, the repuls
 scripts/uci_budget_sensitivity.py and its comparison with the MAP ensemble it replaced, repulsion_effect.csv from
 scripts/repulsion_effect.py); the controls: the same check on changed runs or a changed CSV fails.
 
-Not kept, so not checked here: what stopped the SDE-BNN's run that left no metrics (its NaN loss at epoch 14, in the
-job's log), and that it stopped there again in the third batch."""
+Not kept, so not checked here: what stopped the SDE-BNN's runs that left no metrics (their job logs: power split 2's
+NaN loss at epoch 14, again in the third batch; naval split 0's NaN at epoch 5 and split 14's infinite loss at epoch 2,
+in the fourth), and the fourth and fifth batches' invocations as the code-of-the-kept-runs finding tells them."""
 
 from __future__ import annotations
 
