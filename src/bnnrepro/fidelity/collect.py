@@ -100,7 +100,8 @@ def collect(
     batch = batch_provenance(tree, study_name, scale, runs, tidy, wall_seconds)
     kept = add_to_kept(folder, tree, study_name, scale, tidy, batch) if add else Kept(tidy, {}, {}, batch, None)
     tidy, kept_rows, kept_tables, provenance = kept.tidy, kept.claim_rows, kept.tables, kept.provenance
-    runs = [run for run in study.runs(scale) if run.id in set(tidy["run"])]
+    kept_ids = set(tidy["run"])
+    runs = [run for run in study.runs(scale) if run.id in kept_ids]
     shutil.rmtree(folder / TABLES, ignore_errors=True)  # the other files are overwritten; findings.yaml is kept
     for reproduced in folder.glob(REPRODUCTION_FILE.format("*")):  # records of the runs kept before
         reproduced.unlink()
@@ -211,7 +212,8 @@ def add_to_kept(folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.
     batches, membership = batch_membership(folder, earlier, kept, tidy, batch)
     if len(batches) == 1:  # the tree holds every kept run
         return Kept(merged, kept_rows, kept_tables, batch, None)
-    all_runs = [run for run in study_runs.values() if run.id in set(merged["run"])]
+    merged_ids = set(merged["run"])
+    all_runs = [run for run in study_runs.values() if run.id in merged_ids]
     train_seconds = merged[merged["metric"] == "train_seconds"]["value"]
     walls = [b["wall_seconds"] for b in batches]
     provenance = {

@@ -71,7 +71,8 @@ def reproduce(tree: Path, study_name: str, scale: str, folder: Path) -> Reproduc
     """Compare the finished runs of `study_name` at `scale` in `tree` that the kept `folder` also holds with the kept
     metrics (exact float equality; a metric only one side has counts as a difference)."""
     kept = pd.read_csv(folder / METRICS_FILE)
-    runs = [run for run in finished_runs(tree, study_name, scale) if run.id in set(kept["run"])]
+    kept_ids = set(kept["run"])
+    runs = [run for run in finished_runs(tree, study_name, scale) if run.id in kept_ids]
     if not runs:
         raise SystemExit(f"{tree}: none of the runs kept in {folder} has finished there; train some first "
                          f"(python -m bnnrepro.fidelity targets {study_name} --batch COMMIT names them)")  # fmt: skip
