@@ -96,9 +96,13 @@ def test_an_edit_of_a_number_in_the_other_study_reaches_the_track(project: Path)
         ("source: Lakshminarayanan et al. 2017, Table 1\n      rows", "source: Lakshminarayanan 2017\n      rows",
          r"takes source 'Lakshminarayanan 2017' from study 'uci_benchmark', whose published entries of their own are "
          r"\['Lakshminarayanan et al. 2017, Table 1'"),
+        ("source: Lakshminarayanan et al. 2017, Table 1\n      rows",
+         "source: Gal & Ghahramani rerun, 100x epochs\n      rows",
+         r"takes source 'Gal & Ghahramani rerun, 100x epochs' from study 'uci_benchmark', which has 2 entries of that "
+         r"source; give the one to take a source of its own there"),
     ],
 )  # fmt: skip
-def test_a_study_or_source_that_is_not_there_is_named(project: Path, old: str, new: str, message: str) -> None:  # noqa: F811
+def test_a_study_or_source_that_cannot_be_taken_is_named(project: Path, old: str, new: str, message: str) -> None:  # noqa: F811
     edit(project / f"config/studies/{TRACK}.yaml", old, new)
     with pytest.raises(StudyError, match=message):
         load_study(TRACK)

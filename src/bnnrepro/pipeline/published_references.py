@@ -30,7 +30,12 @@ def with_referenced_published(raw: dict, path: Path) -> tuple[dict, tuple[Path, 
             raise StudyError(f"{where}: a published entry names study {entry['study']!r}, which is not a study")
         published = (read_yaml(other).get("benchmark") or {}).get("published") or []
         found = [candidate for candidate in published if candidate.get("source") == entry.get("source")]
-        if len(found) != 1 or "study" in found[0]:
+        if len(found) > 1:
+            raise StudyError(
+                f"{where}: a published entry takes source {entry.get('source')!r} from study {entry['study']!r}, "
+                f"which has {len(found)} entries of that source; give the one to take a source of its own there"
+            )
+        if not found or "study" in found[0]:
             sources = [candidate.get("source") for candidate in published if "study" not in candidate]
             raise StudyError(
                 f"{where}: a published entry takes source {entry.get('source')!r} from study {entry['study']!r}, "
