@@ -225,6 +225,20 @@ def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> N
     table = pd.read_csv(project / "reports/tables/study_toy2d_benchmark_classification.csv")
     assert {"spirals [omega=4] accuracy", "repulsive_2d ece"} <= set(table["column"])
     assert (project / "reports/report.pdf").is_file()
+    # kept and written up as docs/benchmark.md writes a benchmark: the classifier's metrics, its seeds' wording
+    from bnnrepro.report.benchmark_document import benchmark_document
+
+    kept = tmp_path / "kept"
+    run_command(["python", "-m", "bnnrepro.fidelity", "collect", ".", "--studies", "toy2d_benchmark", "--scale",
+                 "smoke", "--out", str(kept)], project)  # fmt: skip
+    document = benchmark_document(kept, sample=True)
+    for metric in ("accuracy", "nll", "ece"):
+        assert f"### test {metric} per dataset (mean ± s.e. over seeds)" in document
+    assert "### test RMSE" not in document and "corrected resampled" not in document  # the regression benchmark's
+    assert "the paired t-test (each seed draws its data afresh" in document
+    assert "the seeds' correlation 0" in document and "(2 seeds): best" in document
+    assert "None: the study file names no published numbers" in document
+    assert "None: every method ran at its configured settings" in document
 
 
 @pytest.mark.slow  # the whole document, baycomp's Monte Carlo tests included: about a minute

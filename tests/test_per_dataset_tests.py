@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from baycomp import CorrelatedTTest
+from scipy import stats
 
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.report.per_dataset_tests import compare_within_datasets, corrected_t, holdout_fraction, split_verdict
@@ -74,3 +75,17 @@ def test_a_larger_held_out_share_widens_the_test() -> None:
     assert tenth < third
     assert holdout_fraction(load_study("uci_benchmark").benchmark) == 0.1
     assert holdout_fraction(load_study("uci_benchmark_gap").benchmark) == 0.333
+
+
+def test_independent_replicates_take_the_plain_paired_t_test() -> None:
+    """Held-out share 0 (config/studies/toy2d_benchmark.yaml: each seed draws its data afresh): the test is Student's
+    paired t-test, scipy's on the same values; the control, the UCI tenth, gives a larger p-value."""
+    rng = np.random.default_rng(4)
+    base = 0.9 + rng.normal(0, 0.02, 5)
+    best, other = base + rng.normal(0, 0.005, 5), base - 0.01 + rng.normal(0, 0.005, 5)
+    values = {"a": {"best": best, "other": other}}
+    frame = tidy(values, "test_accuracy")
+    independent, tenth = (compare_within_datasets(frame, "accuracy", share)[0].p for share in (0.0, 0.1))
+    assert independent == pytest.approx(stats.ttest_rel(best, other).pvalue, rel=1e-9)
+    assert tenth > independent
+    assert holdout_fraction(load_study("toy2d_benchmark").benchmark) == 0.0

@@ -103,7 +103,7 @@ def test_original_units_scale_the_crps_and_leave_coverage_alone() -> None:
 
 
 def test_the_benchmark_document_shows_each_method_s_calibration_per_dataset() -> None:
-    from bnnrepro.report.benchmark_document import CALIBRATION_METRICS, calibration_section
+    from bnnrepro.report.benchmark_results import CALIBRATION_METRICS, calibration_section
 
     rows = [{"method": method, "dataset": "uci_boston", "metric": f"test_{metric}", "value": value + split}
             for method, value in (("gp", 0.5), ("mfvi", 0.25)) for split in (0, 1)

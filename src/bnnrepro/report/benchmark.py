@@ -61,6 +61,12 @@ def block_keys(benchmark: dict) -> set[str]:
     return {key.rsplit(".", 1)[-1] for grid in benchmark["grids"].values() for key in grid} - {"dataset", "seed"}
 
 
+def replicate_name(benchmark: dict) -> str:
+    """What a block's replicates are: 'split' where a grid runs a dataset's splits (`dataset.split`), else 'seed'
+    (fresh draws of a generated problem, or fresh initialisations)."""
+    return "split" if any("dataset.split" in grid for grid in benchmark["grids"].values()) else "seed"
+
+
 def as_blocks(metrics: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
     """The tidy metrics with a `setting` column (the tuned pairs of each run's slug), the block keys other than the
     replicates folded into the dataset's name ('spirals [omega=4]': each is a dataset of its own to rank over) and

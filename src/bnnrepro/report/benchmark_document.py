@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from bnnrepro.artifacts.render import standard_error, verdict_counts
-from bnnrepro.artifacts.verdict_rules import CELL_VERDICTS, LEVEL, UNDETERMINED
 from bnnrepro.fidelity.finding_values import with_values
 from bnnrepro.fidelity.kept_files import METRICS_FILE, PROVENANCE_FILE
 from bnnrepro.fidelity.reproduce import reproduction_sentences
@@ -27,12 +25,19 @@ from bnnrepro.report.benchmark import (
     published_comparison,
     published_values,
     ranked,
+    replicate_name,
     unranked_methods,
     validation_choice,
 )
+from bnnrepro.report.benchmark_results import (
+    SHOWN_METRICS,
+    calibration_section,
+    metric_tables,
+    per_dataset_section,
+    published_section,
+)
 from bnnrepro.report.hierarchical_comparison import kept_comparisons
-from bnnrepro.report.own_study import COVERAGE_LEVELS
-from bnnrepro.report.per_dataset_tests import compare_within_datasets, holdout_fraction, split_verdict
+from bnnrepro.report.per_dataset_tests import holdout_fraction
 from bnnrepro.report.practical_equivalence import (
     DECIDED,
     RANKED_METRICS_DIRECTION,
@@ -55,7 +60,6 @@ from bnnrepro.report.ranking import (
     study_rankings,
 )
 from bnnrepro.report.recommendation import SIGNED_RANK_LIMIT, recommendation
-from bnnrepro.report.study_summary import TEST_PREFIX
 
 RESULTS = Path("docs/benchmark")
 FINDINGS_FILE = "findings.yaml"
@@ -78,14 +82,6 @@ CELL_RULE = (
     "Without a published error (or a number of splits) a cell is *not judged*; on stand-in data *not comparable*; a "
     "published method we do not run is shown *for reference*, and counted apart."
 )
-KIND_SHOWN = {"standard_error": "s.e.", "standard_deviation": "s.d.", "unstated": "kind unstated",
-              "per split": "s.d., per split"}  # fmt: skip
-SHOWN_METRICS = {"rmse_original": "test RMSE", "nll_original": "test NLL"}
-
-
-def _mean_error(values: pd.Series) -> str:
-    error = standard_error(values)
-    return f"{values.mean():.3g}" + ("" if pd.isna(error) else f" ± {error:.2g}") + f" ({len(values)})"
 
 
 def cost_section(tidy: pd.DataFrame) -> list[str]:
@@ -172,11 +168,29 @@ def pool_sensitivity(ranking: Ranking) -> str:
 
 
 HIERARCHICAL_TEST = (
-    "Each method against the best (by average rank) over the datasets, with each dataset's splits as its repeated "
-    "measures: the hierarchical Bayesian t-test (Corani et al. 2017, baycomp with Stan; the splits' correlation "
-    "the held-out share, {holdout:.3g}), P(worse than the best by more than the region of practical "
+    "Each method against the best (by average rank) over the datasets, with each dataset's {replicate}s as its "
+    "repeated measures: the hierarchical Bayesian t-test (Corani et al. 2017, baycomp with Stan; {correlation}), "
+    "P(worse than the best by more than the region of practical "
     f"equivalence on a new dataset), P(within it), P(better); decided at {DECIDED}."
 )
+
+
+UNIT_REASON = {
+    "split": "its splits overlap and are repeated measures of it, not independent data sets",
+    "seed": "its seeds are repeated measures of it (fresh draws of one problem), not different problems",
+}
+"""Why a dataset, not its replicates, is the unit of the rankings, by what the replicates are."""
+NO_PUBLISHED = "None: the study file names no published numbers to set beside these."
+NO_TUNING = "None: every method ran at its configured settings (the study gives no method a tuning grid)."
+
+
+def correlation_phrase(replicate: str, holdout: float) -> str:
+    """What the tests take for the correlation of a dataset's replicates (`holdout`: the share each holds out)."""
+    if holdout:
+        return f"the {replicate}s' correlation the held-out share, {holdout:.3g}"
+    return f"the {replicate}s' correlation 0: each draws its data afresh"
+
+
 SIGNED_RANK_TEST = (
     "The same on the datasets' means alone, as the report computes it at any scale: the Bayesian signed-rank test "
     "(Benavoli et al. 2017, baycomp), where every dataset weighs alike whatever the noise of its mean."
@@ -210,104 +224,6 @@ def equivalence_section(compared: dict[str, tuple[str, list[Comparison]]], test:
         shown = {answer: ", ".join(methods) or "none" for answer, methods in decided.items()}
         lines += ["", f"Equivalent to {best} or better: {shown['equivalent or better']}; worse: {shown['worse']}; "
                   f"undecided: {shown['undecided']}.", ""]  # fmt: skip
-    return lines
-
-
-def metric_table(selected: pd.DataFrame, metric: str) -> list[str]:
-    """Mean ± standard error (n splits) of a test metric, a row per method, a column per dataset."""
-    test = selected[selected["metric"] == TEST_PREFIX + metric]
-    datasets = sorted(set(test["dataset"]))
-    lines = [f"| method | {' | '.join(datasets)} |", "|---|" + "---|" * len(datasets)]
-    for method, rows in test.groupby("method", sort=False):
-        cells = [_mean_error(rows[rows["dataset"] == d]["value"]) if (rows["dataset"] == d).any() else "–"
-                 for d in datasets]  # fmt: skip
-        lines.append(f"| {method} | {' | '.join(cells)} |")
-    return lines
-
-
-CALIBRATION_METRICS = {"crps_original": "CRPS", **{m: f"{level:.0%}" for m, level in COVERAGE_LEVELS.items()},
-                       "quantile_calibration_error": "QCE"}  # fmt: skip
-"""A regression run's calibration metrics (bnnrepro.metrics), by the column that shows them."""
-
-
-def calibration_section(selected: pd.DataFrame) -> list[str]:
-    """A regression benchmark's calibration: per dataset and method, the mean over splits of the test CRPS (original
-    units), the coverage of the central 50/90/95% predictive intervals and the quantile calibration error; or why
-    there is none (runs made before these metrics were recorded)."""
-    test = selected[selected["metric"].isin([TEST_PREFIX + m for m in CALIBRATION_METRICS])]
-    if test.empty:
-        return [
-            "The kept runs were made before the runs recorded interval coverage, the quantile calibration error and "
-            "the CRPS (bnnrepro.metrics): a rerun of the batch shows them here.",
-        ]
-    means = test.pivot_table(index=["dataset", "method"], columns="metric", values="value", aggfunc="mean", sort=False)
-    names = [TEST_PREFIX + m for m in CALIBRATION_METRICS]
-    lines = [
-        "Test CRPS (original units, lower is better), the share of test targets inside the central 50/90/95% "
-        "interval of their predictive (the moment-matched Gaussian whose NLL is ranked; a calibrated method covers "
-        "the level) and the quantile calibration error (QCE: mean |p - observed share below the p-quantile| over p = "
-        "0.01..0.99; 0 is calibrated), each the mean over the splits.",
-        "",
-        f"| dataset | method | {' | '.join(CALIBRATION_METRICS.values())} |",
-        "|---|---|" + "---|" * len(names),
-    ]
-    for (dataset, method), row in means.reindex(columns=names).iterrows():
-        cells = ["–" if pd.isna(row[name]) else f"{row[name]:.3g}" for name in names]
-        lines.append(f"| {dataset} | {method} | {' | '.join(cells)} |")
-    return lines
-
-
-def per_dataset_section(selected: pd.DataFrame, task: str, holdout: float) -> list[str]:
-    """Per dataset and ranked metric: its best method over the splits (each holding out the share `holdout`), and the
-    others by `split_verdict`."""
-    lines = [
-        "Within each dataset, each method against the dataset's best mean over its splits, paired by split: the "
-        f"corrected resampled t-test (Nadeau & Bengio 2003; a split holds out {holdout:.3g} of the data, so "
-        "the variance of the mean is scaled by 1/n + n_test/n_train, as the splits' training sets overlap), *worse* "
-        f"at {SIGNIFICANCE} after Holm's correction over every comparison of the metric; *equivalent* where the "
-        f"Bayesian correlated t-test (Corani & Benavoli 2015) puts at least {DECIDED} within the ROPE above. These "
-        "speak of one dataset each; which method to use over datasets is the analysis above's answer.",
-        "",
-    ]
-    for metric in RANKED_METRICS[task]:
-        name = SHOWN_METRICS.get(metric, metric)
-        comparisons = compare_within_datasets(selected, metric, holdout)
-        for dataset in dict.fromkeys(c.dataset for c in comparisons):
-            own = [c for c in comparisons if c.dataset == dataset]
-            grouped = {v: [c.method for c in own if split_verdict(c) == v] for v in ("equivalent", "worse")}
-            undecided = [c.method for c in own if split_verdict(c) == "not told apart"]
-            lines.append(
-                f"- {dataset}, {name} ({own[0].splits} splits): best {own[0].best}; equivalent: "
-                f"{', '.join(grouped['equivalent']) or 'none'}; worse: {', '.join(grouped['worse']) or 'none'}; not "
-                f"told apart: {', '.join(undecided) or 'none'}."
-            )
-    return lines
-
-
-def published_section(compared: pd.DataFrame) -> list[str]:
-    counts = verdict_counts(compared)
-    reference = int(compared["ours"].isna().sum())
-    lines = [
-        "Counts: "
-        + ", ".join(f"{counts[label]} {label}" for label in CELL_VERDICTS)
-        + f"; {reference} for reference (a published method we do not run).",
-        "",
-        "| method (source) | dataset and metric | ours (n) | published | verdict |",
-        "|---|---|---|---|---|",
-    ]
-    judged = int(compared["p_holm"].notna().sum())
-    for row in compared.itertuples():
-        ours = "–" if pd.isna(row.ours) else f"{row.ours:.3g} ± {row.ours_error:.2g} ({row.n_runs})"
-        tests = [f"p = {row.p_value:.2g}"] if not pd.isna(row.p_value) else []
-        tests += (
-            [f"TOST p = {row.p_equivalence:.2g} within ± {row.margin:.3g}"] if not pd.isna(row.p_equivalence) else []
-        )
-        fell = row.verdict == UNDETERMINED and row.p_value < LEVEL <= row.p_holm  # a differs that Holm's took
-        tests += [f"Holm over {judged}: p = {row.p_holm:.2g}"] if fell else []
-        shown = row.verdict + f" ({'; '.join(tests) or row.reason})"
-        verdict = "for reference" if pd.isna(row.ours) else shown
-        published = f"{row.published:.3g} ± {row.published_error:.2g} ({KIND_SHOWN[row.published_kind]})"
-        lines.append(f"| {row.row} | {row.column} | {ours} | {published} | {verdict} |")
     return lines
 
 
@@ -360,6 +276,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     not_run_lines = not_run_section(folder, [*missing, *pairs])  # first: a run left out without its reason stops here
     study = load_study(provenance["study"])
     selected, choices = validation_choice(tidy, study.benchmark["select_by"], block_keys(study.benchmark))
+    replicate = replicate_name(study.benchmark)
     compared = published_comparison(selected, published_values(study.benchmark.get("published", [])))
     task = study.benchmark["task"]
     paired = paired_replicates(ranked(selected, study.benchmark), task)  # what the rankings and the tests compare
@@ -371,6 +288,8 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
     )
     to_best = compare_each(rankings)
     holdout = holdout_fraction(study.benchmark)
+    correlation = correlation_phrase(replicate, holdout)
+    hierarchical_test = HIERARCHICAL_TEST.format(replicate=replicate, correlation=correlation)
     hierarchical = kept_comparisons(folder, rankings, paired, sample, holdout)
     wall = provenance.get("wall_seconds")
     lines = [
@@ -387,7 +306,7 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         "### Which method to use?",
         "",
         "Generated from the tests below: the hierarchical Bayesian test of each method against each metric's best "
-        f"over the datasets and their splits, and each method's training seconds per run. {rope_sentence(task)}",
+        f"over the datasets and their {replicate}s, and each method's training seconds per run. {rope_sentence(task)}",
         "",
         *recommendation_section(
             rankings,
@@ -404,35 +323,29 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         "",
         "### Leaderboard",
         "",
-        "Average rank of each method over the datasets (each method's mean over the splits where every method has a "
-        "result), at the settings validation chose (1 = best), beside its size and cost: the hidden layers of the "
-        "network that predicts (a learned depth's posterior mean; a continuous-depth network's, those of the function "
-        "it integrates) and the values training fits (every member of an ensemble, a variational posterior's means "
-        "and scales), each a mean over its runs on the datasets every ranked method ran on, '–' where its runs did "
-        "not record them; the settings it tried on "
-        "each split (its tuning grid; each one a run) and its training time per run. The dataset is the unit: its "
-        "splits overlap and are repeated measures of it, not independent data sets (counting them as blocks would "
-        "shrink the critical difference with their number).",
+        f"Average rank of each method over the datasets (each method's mean over the {replicate}s where every "
+        "method has a result), at the settings validation chose (1 = best), beside its size and cost: the hidden "
+        "layers of the network that predicts (a learned depth's posterior mean; a continuous-depth network's, those "
+        "of the function it integrates) and the values training fits (every member of an ensemble, a variational "
+        "posterior's means and scales), each a mean over its runs on the datasets every ranked method ran on, '–' "
+        f"where its runs did not record them; the settings it tried on each {replicate} (its tuning grid; each one "
+        f"a run) and its training time per run. The dataset is the unit: {UNIT_REASON[replicate]} (counting them as "
+        "blocks would shrink the critical difference with their number).",
         "",
         *leaderboard(rankings, costs, unranked),
         "",
         *every_dataset_leaderboard(paired, every_cost, task),
         "### Practically equivalent to the best?",
         "",
-        *equivalence_section(hierarchical, f"{HIERARCHICAL_TEST.format(holdout=holdout)} {rope_sentence(task)}"),
+        *equivalence_section(hierarchical, f"{hierarchical_test} {rope_sentence(task)}"),
         *equivalence_section(to_best, SIGNED_RANK_TEST),
     ]
-    for metric, name in SHOWN_METRICS.items():
-        lines += [
-            f"### {name} per dataset (original units; mean ± s.e. over splits)",
-            "",
-            *metric_table(selected, metric),
-            "",
-        ]
-    lines += ["", "### Per dataset", "", *per_dataset_section(paired, task, holdout), ""]
+    lines += metric_tables(selected, task, replicate)
+    lines += ["", "### Per dataset", "", *per_dataset_section(paired, task, holdout, replicate), ""]
     if task == "regression":
         lines += ["### Calibration", "", *calibration_section(selected), ""]
-    lines += ["### Published numbers beside ours", "", *published_section(compared), ""]
+    published = published_section(compared) if study.benchmark.get("published") else [NO_PUBLISHED]
+    lines += ["### Published numbers beside ours", "", *published, ""]
     if (folder / FINDINGS_FILE).is_file():
         findings = read_yaml(folder / FINDINGS_FILE)
         lines += ["### Findings (written after looking into the runs)", ""]
@@ -440,7 +353,10 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
             f"- *{subject}* {' '.join(with_values(str(text), folder).split())}" for subject, text in findings.items()
         ]
         lines.append("")
-    lines += ["### Settings chosen on validation", "", "| method | dataset | settings (splits) |", "|---|---|---|"]
+    lines += ["### Settings chosen on validation", ""]
+    if choices.empty:
+        return [*lines, NO_TUNING, ""]
+    lines += [f"| method | dataset | settings ({replicate}s) |", "|---|---|---|"]
     lines += [f"| {row.row} | {row.column} | {row.ours} |" for row in choices.itertuples()]
     return [*lines, ""]
 

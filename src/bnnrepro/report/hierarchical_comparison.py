@@ -43,6 +43,8 @@ STAN = {"chains": 4, "nsamples": 5000, "random_state": 0}
 kept posterior is the same on every regeneration on one machine. The priors are Corani et al.'s (baycomp's
 defaults: nu ~ Gamma(alpha, beta), alpha in [1, 2], beta in [0.01, 0.1]; the scales uniform up to 1000 times the
 observed ones)."""
+INDEPENDENT_RHO = 1e-12
+"""The correlation passed for independent replicates (a benchmark's `holdout_fraction` 0): baycomp cannot take 0."""
 LIBRARIES = ("baycomp", "pystan", "httpstan")
 
 
@@ -99,8 +101,9 @@ def hierarchical_probabilities(
     from baycomp import HierarchicalTest
 
     # runs: baycomp takes rho = runs / splits (1/folds of a k-fold cross-validation); a split holds out the share
-    # `holdout`, which makes rho that share
-    runs = shortfall.shape[1] * holdout
+    # `holdout`, which makes rho that share. Independent replicates (holdout 0) have rho = 0, which baycomp cannot
+    # take (it divides by runs): rho = 1e-12 stands for it, the same model to far below Stan's precision
+    runs = shortfall.shape[1] * max(holdout, INDEPENDENT_RHO)
     with tempfile.TemporaryDirectory() as folder, _seeded_stan_in(folder, STAN["random_state"]):
         # baycomp's (left, rope, right) for y - x: here the shortfall, so right is "worse than the best"
         better, equivalent, worse = HierarchicalTest.probs(

@@ -26,7 +26,8 @@ from bnnrepro.report.ranking import SIGNIFICANCE, metric_blocks
 
 HOLDOUT_FRACTION = 0.1
 """The share of each dataset a split holds out for testing: a tenth in the standard UCI splits (Hernandez-Lobato &
-Adams 2015, §5), so n_test/n_train = 1/9; a benchmark with other splits states its own (`holdout_fraction`)."""
+Adams 2015, §5), so n_test/n_train = 1/9; a benchmark with other splits states its own (`holdout_fraction`), 0 where
+its replicates are independent draws of the data (no training set overlaps another: no correction)."""
 
 
 def holdout_fraction(benchmark: Mapping) -> float:
