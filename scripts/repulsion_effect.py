@@ -3,6 +3,7 @@
 (eq. (2)'s independent MAP ascent of D'Angelo & Fortuin 2021, which the benchmark ran under the same name until commit
 5539970: its runs kept at `--before`), paired by split:
 
+    ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 \\
     python scripts/repulsion_effect.py --before 5539970 --batch 8ba9ab6 --tree /path/to/batch \\
         --out docs/benchmark/paper/uci_benchmark/repulsion_effect.csv
 
@@ -12,7 +13,9 @@ p-values of a paired Wilcoxon signed-rank test over the splits (scipy.stats.wilc
 training seconds per run (over every run, each std of the grid). With `--tree`, a project folder holding the kde-fWGD
 runs' folders, also why the two are close: on split 0's chosen run, after training, the median over particles of |grad_f
 log p(f | D)| / |grad log rho(f)| on the first training batch of 32 rows, the posterior's drive against the repulsion in
-eq. (20) before both are pushed back to the weights.
+eq. (20) before both are pushed back to the weights, computed in the runs' own arithmetic (their `cpu_arithmetic`,
+whose variables must be set before Python starts, as above; without them the script stops and names them, and their
+threads and subnormal flushing, as an evaluation job of the workflow does).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pandas as pd
 import torch
 from scipy.stats import wilcoxon
 
+from bnnrepro import cpu_arithmetic
 from bnnrepro.evaluations.inputs import load_run
 from bnnrepro.fidelity.kept_files import METRICS_FILE
 from bnnrepro.fidelity.staleness import kept_batch_runs
@@ -82,7 +86,9 @@ def comparison(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
 def drive_to_repulsion(run_dir: Path, batch: int = 32) -> float:
     """The median over particles of |grad_f log p(f | D)| / |grad log rho(f)| on the first `batch` training rows of
     the trained kde-fWGD run in `run_dir` (module docstring)."""
-    _, splits, method, _ = load_run(run_dir)
+    cfg, splits, method, _ = load_run(run_dir)
+    cpu_arithmetic.check(cfg.cpu_arithmetic)
+    cpu_arithmetic.set_up_process(cfg.threads)
     x, y = (torch.as_tensor(splits.arrays[key][:batch], dtype=torch.float32) for key in ("x_train", "y_train"))
     with torch.no_grad():
         outputs, drive, _, _ = method.target.function_scores(method.particles, x, y, len(splits.arrays["x_train"]))
