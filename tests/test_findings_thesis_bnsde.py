@@ -25,7 +25,7 @@ from scipy import stats
 from bnnrepro.artifacts.render import standard_error
 from bnnrepro.artifacts.thesis_bnsde import LORENZ_MODELS, LV_MODELS
 from bnnrepro.artifacts.thesis_bnsde_tables import BLACK_BOX, CMU_METHODS, CMU_ROWS, HYBRIDS, LORENZ_METHODS
-from bnnrepro.artifacts.verdict_rules import CONTRADICTED, paired_comparison
+from bnnrepro.artifacts.verdict_rules import CONTRADICTED, paired_comparison, repetitions_to_decide
 from tests.conftest import ROOT
 from tests.findings_helpers import KeptFolder, cores, listed, number_word, scaled, span
 
@@ -190,6 +190,13 @@ def compared(evidence: str, label: str) -> tuple[str, float, str]:
     return found.group(1), float(found.group(2)), found.group(3)
 
 
+def more_seeds(first: list[str], second: list[str], stated: str) -> tuple[bool, int]:
+    """Whether more seeds would show the claim holding (else contradict it), and about how many would, at the
+    difference the per-seed values show (`repetitions_to_decide`)."""
+    effect = paired_comparison(pd.Series(map(float, first)), pd.Series(map(float, second)), stated).effect_size
+    return effect > 0, repetitions_to_decide(effect)
+
+
 def lotka_volterra_fragments(claims: pd.DataFrame) -> list[str]:
     """Fig. 6.3's finding: the forecast MSE per seed of the black box, the white box and the hybrid."""
     evidence = claims.loc["thesis/fig6.3", "evidence"]
@@ -198,8 +205,9 @@ def lotka_volterra_fragments(claims: pd.DataFrame) -> list[str]:
     halved, white_box = compared(evidence, "2 x hybrid vs black box"), compared(evidence, "hybrid vs white box")
     gain = white - hybrid
     below = int((gain > 0).sum())
-    black_label, _, hybrid_label = LV_MODELS.values()
+    black_label, white_label, hybrid_label = LV_MODELS.values()
     ranges = f"({span_of(tokens[hybrid_label])} against {span_of(tokens[black_label])}, paired p = {halved[2]})"
+    toward_holding, seeds = more_seeds(tokens[hybrid_label], tokens[white_label], "less")
     return [
         f"{'Half' if [halved[0], white_box[0]].count('holds') == 1 else 'Not half'} of it holds over the "
         f"{number_word(gain.size)} seeds",
@@ -208,6 +216,7 @@ def lotka_volterra_fragments(claims: pd.DataFrame) -> list[str]:
         f"({gain.min():.2g} on seed {gain.idxmin()} to {gain.max():.2g} on seed {gain.idxmax()}",
         f"(p = {float(white_box[2]):.1g}; a sign test would give {below} of {gain.size}, p = "
         f"{stats.binomtest(below, gain.size, alternative='greater').pvalue:.1g})",
+        f"about {seeds} seeds would show the white-box half holding" if toward_holding else "would contradict",
     ]
 
 
@@ -222,6 +231,10 @@ def evidence_fragments(claims: pd.DataFrame) -> list[str]:
     status_67, errors = found.loc["thesis/fig6.7"]
     mse = {label: per_seed(errors, label) for label in (hybrid, baseline)}
     better = sum(float(h) < float(b) for h, b in zip(*mse.values(), strict=True))
+    more = {65: more_seeds(per_seed(band, hybrid), per_seed(band, baseline), "greater"),
+            67: more_seeds(mse[hybrid], mse[baseline], "less")}  # fmt: skip
+    would = {figure: "show it holding" if toward else f"not make it hold: at the difference observed, about {seeds} "
+             "would contradict it" for figure, (toward, seeds) in more.items()}  # fmt: skip
     status_68, long = found.loc["thesis/fig6.8"]
     paths = re.search(r"paths diverged \(of (\d+)\)", long).group(1)
     diverged = per_seed(long, hybrid, "paths diverged")
@@ -234,10 +247,12 @@ def evidence_fragments(claims: pd.DataFrame) -> list[str]:
         f"{listed(held[baseline])}%",
         f"(paired mean difference {100 * change[1]:.0f} points, one-sided p = {change[2]} for the stated direction)",
         f"({held[hybrid][0]} against {held[baseline][0]}%)",
+        f"More seeds would {would[65]} (the paired t-test's 80% power)",
         f"{status_67.capitalize()} over the {number_word(len(mse[baseline]))} seeds: the hybrid tracks better on "
         f"{number_word(better)} (seeds 0-{len(mse[baseline]) - 1}: the hybrid's 200-step MSE "
         f"{', '.join(mse[hybrid])}; the baseline's {', '.join(mse[baseline])}), worse on "
         f"{number_word(len(mse[baseline]) - better)}",
+        f"More seeds would {would[67]} (80% power)",
         f"on seed 0 all {paths} paths" if diverged[0] == paths else "not all on seed 0",
         f"On the figure's run all {paths} of the hybrid's paths overflow" if diverged[0] == paths else "not all",
         f"{status_68.capitalize()} over the {number_word(len(held_long))} seeds: the hybrid's band holds the data at "

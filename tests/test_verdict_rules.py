@@ -37,6 +37,7 @@ from bnnrepro.artifacts.verdict_rules import (
     metric_kind,
     paired_cell_verdict,
     paired_comparison,
+    repetitions_to_decide,
     spread_of,
 )
 
@@ -153,6 +154,32 @@ def test_a_paired_comparison_holds_is_contradicted_or_not_resolved() -> None:
     assert paired_comparison(base + noise, base, "greater").status == NOT_RESOLVED
     assert paired_comparison(base, base, "less").status == NOT_RESOLVED  # a constant predictor: no difference
     assert paired_comparison(base.iloc[:1] + 1, base.iloc[:1], "greater").status == NOT_RESOLVED  # one repetition
+
+
+@pytest.mark.parametrize("effect_size", [0.3, 0.8, 1.5])
+def test_the_repetitions_to_decide_a_comparison_give_it_the_stated_power(effect_size: float) -> None:
+    """At `repetitions_to_decide`'s count, normal differences of that size (in units of their spread) are decided by
+    the paired rule in about 80% of 2,000 draws (within three binomial standard errors); at a third of that count,
+    clearly less (the control: a count that decides whatever the size would pass the first check alone)."""
+    needed = repetitions_to_decide(effect_size)
+    rng = np.random.default_rng(7)
+    for n, low, high in ((needed, 0.8 - 0.027, 0.8 + 0.027 + 0.05), (max(needed // 3, 2), 0.0, 0.6)):
+        draws = rng.normal(effect_size, 1.0, (2000, n))
+        decided = np.mean([paired_comparison(pd.Series(d), pd.Series(np.zeros(n)), "greater").status == HOLDS
+                           for d in draws])  # fmt: skip
+        assert low <= decided <= high, (effect_size, n, decided)
+
+
+def test_a_not_resolved_comparison_says_which_way_more_repetitions_would_decide_it() -> None:
+    """The thesis' mean-path MSE of Fig. 6.7 (hybrid against the black box, five seeds): the observed difference is
+    against the claim, so more seeds would contradict it, not make it hold; the reversed claim would be shown; a
+    decided comparison says nothing of more repetitions."""
+    hybrid, baseline = pd.Series([394, 236, 18.3, 57, 21.5]), pd.Series([14.4, 16.6, 27.5, 23.2, 22.5])
+    against, toward = paired_comparison(hybrid, baseline, "less"), paired_comparison(baseline, hybrid, "less")
+    assert against.status == toward.status == NOT_RESOLVED
+    assert against.describe().endswith("about 14 repetitions would contradict it (80% power)")
+    assert toward.describe().endswith("about 14 repetitions would show it holding (80% power)")
+    assert "repetitions would" not in paired_comparison(hybrid, baseline - 1000, "greater").describe()
 
 
 def test_identical_paired_differences_are_decided_by_their_count() -> None:

@@ -34,7 +34,11 @@ one-sided paired t-tests (`scipy.stats.ttest_1samp` on the differences) at level
 than two repetitions, or too much noise to tell). A margin turns "better" into "not worse by more than the margin"
 (non-inferiority). Where the differences have no spread (all equal) or one is infinite (a forecast that overflowed),
 a t-test says nothing: the signs of the differences are tested instead (`scipy.stats.binomtest`, one-sided each way;
-all five of five seeds give p = 0.031, two of two 0.25).
+all five of five seeds give p = 0.031, two of two 0.25). A comparison the t-test leaves *not resolved* says how many
+repetitions would decide it at the size it shows (`repetitions_to_decide`: the paired t-test's power of
+`DECIDING_POWER` for a true difference of the observed mean, in units of the observed spread; statsmodels'
+`TTestPower`), and which way: where the observed difference points against the claim, more repetitions would, if
+anything, contradict it; they cannot make it hold unless the direction itself is wrong.
 
 A claim over K comparisons (`all_of`: "at every omega", "better than each"): *holds* when each comparison holds at
 `LEVEL` (an intersection-union test, which needs no correction), *contradicted* when at least one is contradicted
@@ -51,6 +55,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.stats.power import TTestPower
 
 LEVEL = 0.05
 """The significance level of every test here."""
@@ -65,6 +70,8 @@ CELL_VERDICTS = (AGREES, DIFFERS, UNDETERMINED, NOT_JUDGED, NOT_COMPARABLE)
 JUDGED_VERDICTS = (AGREES, DIFFERS, UNDETERMINED)
 """The verdicts of a cell that was compared; the other two are counted apart, never as differing."""
 HOLDS, CONTRADICTED, NOT_RESOLVED = "holds", "contradicted", "not resolved"
+DECIDING_POWER = 0.8
+"""The power at which a not-resolved comparison's `repetitions_to_decide` would decide it."""
 
 STANDARD_ERROR, STANDARD_DEVIATION, UNSTATED = "standard_error", "standard_deviation", "unstated"
 
@@ -361,6 +368,7 @@ class Comparison:
     repetitions: int
     p_value: float  # the one-sided p of the stated direction
     p_other: float = math.nan  # the one-sided p of the other direction
+    effect_size: float = math.nan  # the tested differences' mean over their spread, > 0 in the stated direction
 
     @property
     def decision(self) -> Decision:
@@ -369,8 +377,24 @@ class Comparison:
     def describe(self) -> str:
         if self.repetitions < 2:
             return f"difference {self.mean_difference:+.3g} over {self.repetitions} repetition"
-        return (f"mean difference {self.mean_difference:+.3g} over {self.repetitions} paired repetitions, "
-                f"one-sided p = {self.p_value:.2g}")  # fmt: skip
+        described = (f"mean difference {self.mean_difference:+.3g} over {self.repetitions} paired repetitions, "
+                     f"one-sided p = {self.p_value:.2g}")  # fmt: skip
+        if self.status != NOT_RESOLVED or math.isnan(self.effect_size):
+            return described
+        if self.effect_size == 0.0:
+            return f"{described}; no direction at all: no number of repetitions would decide it"
+        needed = repetitions_to_decide(self.effect_size)
+        way = "show it holding" if self.effect_size > 0 else "contradict it"
+        power = f"{DECIDING_POWER:.0%} power"
+        return f"{described}; at the size observed, about {needed:,} repetitions would {way} ({power})"
+
+
+def repetitions_to_decide(effect_size: float) -> int:
+    """The paired repetitions at which the one-sided paired t-test at `LEVEL` decides, with probability
+    `DECIDING_POWER`, a true mean difference of `effect_size` standard deviations of the differences (either sign)."""
+    needed = TTestPower().solve_power(effect_size=abs(effect_size), alpha=LEVEL, power=DECIDING_POWER,
+                                      alternative="larger")  # fmt: skip
+    return max(math.ceil(needed), 2)
 
 
 def paired_comparison(first: pd.Series, second: pd.Series, stated: str, margin: float = 0.0) -> Comparison:
@@ -392,7 +416,8 @@ def paired_comparison(first: pd.Series, second: pd.Series, stated: str, margin: 
     mean = float(sign * (difference.mean() - margin))
     test = stats.ttest_1samp(difference, 0.0)  # the paired t-test, on the differences
     p_stated, p_other = float(stats.t.sf(test.statistic, test.df)), float(stats.t.cdf(test.statistic, test.df))
-    return Comparison(decided_by(p_stated, p_other).status, mean, len(difference), p_stated, p_other)
+    effect = float(difference.mean() / difference.std(ddof=1))
+    return Comparison(decided_by(p_stated, p_other).status, mean, len(difference), p_stated, p_other, effect)
 
 
 def _sign_test(difference: np.ndarray, sign: float, margin: float) -> Comparison:

@@ -243,7 +243,10 @@ RULE_TEXT = [
     "rival) holds when each comparison holds (an intersection-union test) and is contradicted when one is after",
     "Holm's correction over the K, so that with every method truly equal a claim is contradicted in at most 5% of",
     "repetitions whatever K. A claim checked on run files that are not kept here (evaluations) stays *not resolved*",
-    "until its runs are collected again; its evidence says what the first rule (the figure's one run) found.",
+    "until its runs are collected again; its evidence says what the first rule (the figure's one run) found. A",
+    "comparison left not resolved says how many repetitions would decide it at the difference observed (the paired",
+    "t-test's 80% power) and which way: where the difference points against the claim, more repetitions would",
+    "contradict it, not make it hold.",
     "",
     *margin_lines(),
 ]
