@@ -216,7 +216,7 @@ def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> N
     config = ["scale=smoke", "studies=[toy2d_benchmark]"]
     run_command(["snakemake", "--cores", "2", "--config", *config], project)
     ranking = pd.read_csv(project / "reports/tables/study_toy2d_benchmark_classification_ranking.csv")
-    costs = {"hidden layers", "trained parameters", "settings tried per split", "training s per run"}
+    costs = {"hidden layers", "trained parameters", "settings tried per seed", "training s per run"}  # no splits
     assert set(ranking["column"]) == {"accuracy rank", "nll rank", "ece rank", *costs}
     assert set(ranking["row"]) == set(load_study("toy2d_benchmark").benchmark["scales"]["smoke"]["methods"])
     ranks = ranking[~ranking["column"].isin(costs)]
@@ -236,6 +236,8 @@ def test_the_2d_classification_benchmark_reaches_the_report(tmp_path: Path) -> N
         assert f"### test {metric} per dataset (mean ± s.e. over seeds)" in document
     assert "### test RMSE" not in document and "corrected resampled" not in document  # the regression benchmark's
     assert "the paired t-test (each seed draws its data afresh" in document
+    assert "the Bayesian paired t-test (Corani & Benavoli 2015's correlated test at correlation 0)" in document
+    assert "| settings tried per seed |" in document and "settings tried per split" not in document
     assert "the seeds' correlation 0" in document and "(2 seeds): best" in document
     assert "None: the study file names no published numbers" in document
     assert "None: every method ran at its configured settings" in document
@@ -279,7 +281,7 @@ def test_an_unranked_method_is_tabled_with_its_cost_but_neither_ranked_nor_teste
     assert study_rankings(selected, "regression")[0].average_ranks.index[0] == "sdebnn"  # the control
     rankings = study_rankings(ranked(selected, benchmark), "regression")
     assert all("sdebnn" not in ranking.average_ranks.index for ranking in rankings)
-    lines = leaderboard(rankings, costs, benchmark["unranked"])
+    lines = leaderboard(rankings, costs, "split", benchmark["unranked"])
     assert any(line.startswith("| sdebnn | – | – |") for line in lines)
     assert "- sdebnn, not ranked: its toy settings, not tuned here" in lines
     with pytest.raises(StudyError, match=r"benchmark.unranked names \['odenet'\], not among its methods"):
@@ -306,12 +308,12 @@ def test_a_method_too_costly_for_one_dataset_gets_a_leaderboard_over_every_datas
     selected = tidy(rows(("mfvi", "udn")))
     rankings = study_rankings(selected, "regression")
     assert all(set(ranking.blocks.index) == {"uci_yacht", "uci_boston"} for ranking in rankings)
-    lines = every_dataset_leaderboard(selected, method_costs(selected), "regression")
+    lines = every_dataset_leaderboard(selected, method_costs(selected), "regression", "split")
     assert lines[0] == "#### Over all 3 datasets, without gp"
     assert "- test RMSE: 3 blocks, too few methods or blocks for the Friedman test." in lines
     assert not any(line.startswith("| gp |") for line in lines)
     complete = tidy(rows(("gp", "mfvi", "udn")))
-    assert every_dataset_leaderboard(complete, method_costs(complete), "regression") == []
+    assert every_dataset_leaderboard(complete, method_costs(complete), "regression", "split") == []
 
 
 @pytest.mark.parametrize("name", ["uci_benchmark", "toy2d_benchmark"])

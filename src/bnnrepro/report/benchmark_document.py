@@ -53,6 +53,7 @@ from bnnrepro.report.ranking import (
     RANKED_METRICS,
     SIGNIFICANCE,
     Ranking,
+    cost_columns,
     leave_one_out,
     on_every_dataset,
     paired_replicates,
@@ -93,7 +94,9 @@ def cost_section(tidy: pd.DataFrame) -> list[str]:
     return lines
 
 
-def leaderboard(rankings: list[Ranking], costs: pd.DataFrame, unranked: dict[str, str] | None = None) -> list[str]:
+def leaderboard(
+    rankings: list[Ranking], costs: pd.DataFrame, replicate: str, unranked: dict[str, str] | None = None
+) -> list[str]:
     """Average ranks per metric (1 = best) beside each method's cost (`method_costs`), the Friedman p-value, and the
     methods the Nemenyi test cannot tell from the best at the level of `SIGNIFICANCE` (none is told apart where the
     Friedman test does not reject: `Ranking.posthoc_p`); the `unranked` methods' costs
@@ -101,7 +104,7 @@ def leaderboard(rankings: list[Ranking], costs: pd.DataFrame, unranked: dict[str
     unranked = {m: why for m, why in (unranked or {}).items() if m in costs.index}
     methods = list(dict.fromkeys([*(m for ranking in rankings for m in ranking.average_ranks.index), *unranked]))
     header = " | ".join(f"{SHOWN_METRICS.get(r.metric, r.metric)} rank" for r in rankings)
-    lines = [f"| method | {header} | {' | '.join(COST_COLUMNS.values())} |",
+    lines = [f"| method | {header} | {' | '.join(cost_columns(replicate).values())} |",
              "|---|" + "---|" * (len(rankings) + len(COST_COLUMNS))]  # fmt: skip
     for method in methods:
         cells = [f"{r.average_ranks[method]:.2f}" if method in r.average_ranks else "–" for r in rankings]
@@ -137,7 +140,7 @@ def ran_on_by_all(tidy: pd.DataFrame, methods: set[str]) -> list[str]:
     return [d for d, rows in tidy.groupby("dataset", sort=False) if methods <= set(rows["method"])]
 
 
-def every_dataset_leaderboard(paired: pd.DataFrame, costs: pd.DataFrame, task: str) -> list[str]:
+def every_dataset_leaderboard(paired: pd.DataFrame, costs: pd.DataFrame, task: str, replicate: str) -> list[str]:
     """Where a ranked method has no run on some dataset (the rankings above leave that dataset out: they are paired),
     the leaderboard over every dataset of the methods that ran on all of them (`on_every_dataset`); else nothing."""
     pool = on_every_dataset(paired)
@@ -149,7 +152,7 @@ def every_dataset_leaderboard(paired: pd.DataFrame, costs: pd.DataFrame, task: s
         f"The same over every dataset, ranking the methods that ran on all of them ({', '.join(without)} did not: "
         "see what was not run).",
         "",
-        *leaderboard(study_rankings(pool, task), costs),
+        *leaderboard(study_rankings(pool, task), costs, replicate),
         "",
     ]
 
@@ -332,9 +335,9 @@ def benchmark_section(folder: Path, root: Path, sample: bool = False) -> list[st
         f"a run) and its training time per run. The dataset is the unit: {UNIT_REASON[replicate]} (counting them as "
         "blocks would shrink the critical difference with their number).",
         "",
-        *leaderboard(rankings, costs, unranked),
+        *leaderboard(rankings, costs, replicate, unranked),
         "",
-        *every_dataset_leaderboard(paired, every_cost, task),
+        *every_dataset_leaderboard(paired, every_cost, task, replicate),
         "### Practically equivalent to the best?",
         "",
         *equivalence_section(hierarchical, f"{hierarchical_test} {rope_sentence(task)}"),

@@ -89,11 +89,16 @@ def per_dataset_section(selected: pd.DataFrame, task: str, holdout: float, repli
         if holdout
         else f"paired t-test (each {replicate} draws its data afresh: no training set overlaps another)"
     )
+    bayesian = (
+        "Bayesian correlated t-test (Corani & Benavoli 2015)"
+        if holdout
+        else "Bayesian paired t-test (Corani & Benavoli 2015's correlated test at correlation 0)"
+    )
     lines = [
         f"Within each dataset, each method against the dataset's best mean over its {replicate}s, paired by "
         f"{replicate}: the {test}, *worse* "
         f"at {SIGNIFICANCE} after Holm's correction over every comparison of the metric; *equivalent* where the "
-        f"Bayesian correlated t-test (Corani & Benavoli 2015) puts at least {DECIDED} within the ROPE above. These "
+        f"{bayesian} puts at least {DECIDED} within the ROPE above. These "
         "speak of one dataset each; which method to use over datasets is the analysis above's answer.",
         "",
     ]

@@ -28,6 +28,7 @@ from bnnrepro.report.benchmark import (
     published_comparison,
     published_values,
     ranked,
+    replicate_name,
     unranked_methods,
     validation_choice,
 )
@@ -156,7 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     save_table(study_summary(task_metrics(metrics, args.task)), *args.table)
     rankings = study_rankings(ranked(metrics, benchmark), args.task)
     unranked = tuple(m for m in unranked_methods(benchmark) if m in set(metrics["method"]))
-    save_table(ranking_table(rankings, bool(metrics["standin"].any()), costs, unranked), *args.ranking)
+    replicate = replicate_name(benchmark) if benchmark is not None else "split"
+    save_table(ranking_table(rankings, bool(metrics["standin"].any()), costs, unranked, replicate), *args.ranking)
     save_table(equivalence_table(rankings, bool(metrics["standin"].any())), *args.equivalence)
     save_figure(metrics_figure(metrics, args.task), *args.metrics_figure)
     save_figure(ranking_figure(rankings), *args.ranking_figure)

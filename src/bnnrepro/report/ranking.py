@@ -176,19 +176,31 @@ def leave_one_out(ranking: Ranking, better: str) -> pd.DataFrame:
 
 
 COST_COLUMNS = {
-    "hidden_layers": "hidden layers", "parameters": "trained parameters", "settings": "settings tried per split",
+    "hidden_layers": "hidden layers", "parameters": "trained parameters", "settings": "settings tried per {replicate}",
     "seconds": "training s per run",
 }  # fmt: skip
-"""The columns of a method's size and cost in the ranking table (`bnnrepro.report.benchmark.method_costs`)."""
+"""The columns of a method's size and cost in the ranking table (`bnnrepro.report.benchmark.method_costs`); the
+settings are counted per replicate (`cost_columns`)."""
+
+
+def cost_columns(replicate: str) -> dict[str, str]:
+    """`COST_COLUMNS` with the settings counted per the benchmark's replicate ('split' or 'seed': `replicate_name`)."""
+    return {key: column.format(replicate=replicate) for key, column in COST_COLUMNS.items()}
+
+
 COST_FORMATS = {"hidden_layers": "{:.2g}", "parameters": "{:,.0f}", "settings": "{:.0f}", "seconds": "{:.3g}"}
 """How a leaderboard prints each of `COST_COLUMNS`: a learned depth to two digits, a parameter count in full."""
 
 
 def ranking_table(
-    rankings: list[Ranking], standin: bool, costs: pd.DataFrame | None = None, unranked: tuple[str, ...] = ()
+    rankings: list[Ranking],
+    standin: bool,
+    costs: pd.DataFrame | None = None,
+    unranked: tuple[str, ...] = (),
+    replicate: str = "split",
 ) -> pd.DataFrame:
     """The average ranks in the layout of the report's tables: a row per entrant, a column per metric, n = blocks;
-    and, given `costs` (a row per method), each entrant's `COST_COLUMNS` that `costs` has, and those of the
+    and, given `costs` (a row per method), each entrant's `cost_columns` that `costs` has, and those of the
     `unranked` methods (rows without ranks, after the ranked)."""
     rows = [
         {
@@ -207,7 +219,7 @@ def ranking_table(
         rows += [
             {"row": entrant, "column": column, "ours": costs.loc[entrant, key], "ours_error": math.nan,
              "n_runs": math.nan, "standin": standin}
-            for key, column in COST_COLUMNS.items()
+            for key, column in cost_columns(replicate).items()
             if key in costs
             for entrant in entrants
             if entrant in costs.index
