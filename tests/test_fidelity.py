@@ -166,6 +166,24 @@ def test_the_provenance_says_which_part_of_the_grid_ran() -> None:
     )
 
 
+def test_a_batch_is_described_by_the_runs_it_still_has_in_the_grid_as_it_is_now() -> None:
+    """A first batch that was the whole grid at one seed, ten of whose runs a later batch (the samplers at five
+    seeds) trained again: each batch is named by the runs it keeps against today's grid, not by what it was."""
+    from bnnrepro.fidelity.collect import batches_grid
+
+    runs = load_study("repulsive_toy").runs("paper")
+    samplers = [run for run in runs if run.dataset in ("gaussian_target", "funnel_target")]
+    first = [run for run in runs if run.seed == 0 and run not in samplers]
+    membership = pd.DataFrame({"run": [run.id for run in first + samplers],
+                               "batch": [0] * len(first) + [1] * len(samplers)})  # fmt: skip
+    described = batches_grid(first + samplers, runs, membership)
+    assert (len(first), len(samplers)) == (20, 50)
+    assert described.startswith("70 of the grid's 150 runs, in 2 batches: 20 runs with method in {de, fsvgd, hmc")
+    assert "dataset in {repulsive_2d, repulsive_toy}; num_particles in {100}; lr in {0.01}; seed in {0};" in described
+    assert "; 50 runs with method in {de, kde_wgd, sge_wgd, ssge_wgd, svgd}; dataset in {funnel_target," in described
+    assert "the whole grid" not in described  # the control: the first batch was the whole grid of its day
+
+
 def test_a_thesis_table_is_found_by_its_file_stem_and_only_our_cells_are_counted(tmp_path: Path) -> None:
     """Table files are named by `artifact_stem` ('thesis/table3.1' -> thesis_table3_1.csv); a published-only cell (a
     cited row, or a data set this part of the grid did not run) is neither reproduced nor missed."""
@@ -241,17 +259,19 @@ def test_targets_select_by_a_key_only_some_grids_have() -> None:
 
 
 def test_the_runs_of_a_grown_grid_are_named_with_the_command_that_runs_them() -> None:
-    """repulsive_toy's grid went from one seed to five after its batch: the document says which runs no kept batch
-    has and `targets --missing` gives exactly those; a study whose batches cover its grid has no such paragraph."""
+    """repulsive_toy's grid went from one seed to five after its first batch (a second ran the samplers at five): the
+    document says which runs no kept batch has and `targets --missing` gives exactly those; a study whose batches
+    cover its grid has no such paragraph."""
     from bnnrepro.fidelity.staleness import kept_run_ids, missing_runs_section
 
     root = Path(__file__).resolve().parents[1] / "docs/fidelity/paper"
     folder = root / "repulsive_toy"
     runs, kept = load_study("repulsive_toy").runs("paper"), kept_run_ids(folder)
     missing = [run for run in runs if run.id not in kept]
-    assert len(missing) == 120 and {run.seed for run in missing} == {1, 2, 3, 4}
+    assert len(missing) == 80 and {run.seed for run in missing} == {1, 2, 3, 4}
+    assert {run.dataset for run in missing} == {"repulsive_toy", "repulsive_2d"}  # the samplers' five seeds are kept
     section = "\n".join(missing_runs_section(folder))
-    assert "120 of the grid's 150 runs" in section and "targets repulsive_toy --missing" in section
+    assert "80 of the grid's 150 runs" in section and "targets repulsive_toy --missing" in section
     assert missing_runs_section(root / "sdebnn_latent") == []
 
 

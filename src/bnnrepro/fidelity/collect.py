@@ -221,7 +221,7 @@ def add_to_kept(folder: Path, tree: Path, study_name: str, scale: str, tidy: pd.
         "commit": ", ".join(dict.fromkeys(b["commit"] for b in batches)),
         "machine": "; ".join(dict.fromkeys(b["machine"] for b in batches)),
         "collected": ", ".join(dict.fromkeys(b["collected"] for b in batches)),
-        "runs": len(all_runs), "grid": batches_grid(grid_part(all_runs, list(study_runs.values())), batches),
+        "runs": len(all_runs), "grid": batches_grid(all_runs, list(study_runs.values()), membership),
         "standin": any(b["standin"] for b in batches),
         "train_seconds": round(float(train_seconds.sum()), 1),
         "longest_run_seconds": round(float(train_seconds.max()), 1),
@@ -247,8 +247,14 @@ def batch_membership(
     return [*(earlier_batches[i] for i in left), batch], pd.concat([membership, own], ignore_index=True)
 
 
-def batches_grid(whole: str, batches: list[dict]) -> str:
-    """'120 of the grid's 515 runs, in 2 batches: 90 runs with method in {...}; ...; 30 runs with ...' (`whole`: the
-    `grid_part` of all their runs, whose listing of values would merge the batches' different grids)."""
-    parts = [f"{batch['runs']} runs with {batch['grid'].partition(': ')[2] or 'the whole grid'}" for batch in batches]
-    return f"{whole.partition(': ')[0]}, in {len(batches)} batches: " + "; ".join(parts)
+def batches_grid(runs: list[Run], all_runs: list[Run], membership: pd.DataFrame) -> str:
+    """'120 of the grid's 515 runs, in 2 batches: 90 runs with method in {...}; 30 runs with ...': the `grid_part` of
+    all the kept `runs`, then of each batch's runs that are still kept (`membership`: run -> batch), as the grid is
+    now (a batch that was the whole grid when collected may no longer be, and a later batch may replace some of its
+    runs; its own provenance keeps what it was)."""
+    by_id = {run.id: run for run in runs}
+    parts = []
+    for _, own in membership.groupby("batch", sort=True):
+        part = grid_part([by_id[run_id] for run_id in own["run"]], all_runs)
+        parts.append(f"{len(own)} runs with {part.partition(': ')[2] or 'the whole grid'}")
+    return f"{grid_part(runs, all_runs).partition(': ')[0]}, in {len(parts)} batches: " + "; ".join(parts)

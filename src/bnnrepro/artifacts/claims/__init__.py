@@ -150,15 +150,19 @@ def compare_all(pairs: list[tuple[str, pd.Series, pd.Series]], stated: str, marg
 
 def compare_many(pairs: list[tuple[str, pd.Series, pd.Series]], stated: str, numbers: str) -> Outcome:
     """`compare_all` for a claim over many pairs: the evidence is `numbers` and how many comparisons hold, are
-    contradicted and are not resolved, not each one."""
+    contradicted and are not resolved, not each one; then each one not resolved over two or more repetitions (what
+    would decide it: `Comparison.describe`)."""
     require(bool(pairs), "pair of results to compare")
-    comparisons = [paired_comparison(first, second, stated) for _, first, second in pairs]
-    statuses = [c.status for c in comparisons]
-    family = all_of([c.decision for c in comparisons])
+    comparisons = [(label, paired_comparison(first, second, stated)) for label, first, second in pairs]
+    statuses = [c.status for _, c in comparisons]
+    family = all_of([c.decision for _, c in comparisons])
     paired = max(len(first.index.intersection(second.index)) for _, first, second in pairs)
     counts = ", ".join(f"{statuses.count(s)} {s}" for s in (HOLDS, CONTRADICTED, NOT_RESOLVED))
+    open_ones = [f"{label} ({c.describe()})" for label, c in comparisons if c.status == NOT_RESOLVED and
+                 c.repetitions >= 2]  # fmt: skip
+    listed = f"; not resolved: {'; '.join(open_ones)}" if open_ones else ""
     return Outcome.decided(family.status, f"{numbers}; {len(pairs)} comparisons over {paired} paired "
-                           f"repetition(s): {counts}" + holm_note(family, len(pairs)))  # fmt: skip
+                           f"repetition(s): {counts}" + holm_note(family, len(pairs)) + listed)  # fmt: skip
 
 
 def holm_note(family: Decision, comparisons: int) -> str:
