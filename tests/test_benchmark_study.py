@@ -284,6 +284,10 @@ def test_an_unranked_method_is_tabled_with_its_cost_but_neither_ranked_nor_teste
     lines = leaderboard(rankings, costs, "split", benchmark["unranked"])
     assert any(line.startswith("| sdebnn | – | – |") for line in lines)
     assert "- sdebnn, not ranked: its toy settings, not tuned here" in lines
+    assert (
+        "- test RMSE, the pool's effect: not measured: 2 ranked method(s), and leaving one out leaves no order to "
+        "compare." in lines
+    )  # two ranked: no Kendall's tau of one method left
     with pytest.raises(StudyError, match=r"benchmark.unranked names \['odenet'\], not among its methods"):
         benchmark_grids({"task": "regression", "methods": ["mfvi"], "grids": {"uci": {"dataset": ["uci_yacht"]}},
                          "unranked": {"odenet": "x"}}, "mine")  # fmt: skip

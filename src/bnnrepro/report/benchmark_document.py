@@ -158,7 +158,10 @@ def every_dataset_leaderboard(paired: pd.DataFrame, costs: pd.DataFrame, task: s
 
 
 def pool_sensitivity(ranking: Ranking) -> str:
-    """How the ranking moves when one method leaves the pool (`leave_one_out`), in a sentence."""
+    """How the ranking moves when one method leaves the pool (`leave_one_out`), in a sentence; with fewer than three
+    methods, that there is no such order to compare (one left out leaves one at most)."""
+    if (methods := len(ranking.average_ranks)) < 3:
+        return f"not measured: {methods} ranked method(s), and leaving one out leaves no order to compare."
     moves = leave_one_out(ranking, RANKED_METRICS_DIRECTION[ranking.metric])
     best = str(ranking.average_ranks.index[0])
     changed = moves[(moves["best"] != best) & (moves["left_out"] != best)]
