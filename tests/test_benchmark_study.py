@@ -259,7 +259,7 @@ def test_the_committed_benchmark_document_is_the_one_the_committed_results_make(
     copy = tmp_path / "docs" / "benchmark"
     shutil.copytree(root / "docs" / "benchmark", copy)
     (copy / "paper" / NOT_RUN_FILE).unlink()
-    with pytest.raises(ValueError, match="say under uci_benchmark why"):
+    with pytest.raises(ValueError, match="say under toy2d_benchmark why repulsive_ensemble, sdebnn did not run"):
         benchmark_document(copy)
 
 

@@ -21,6 +21,7 @@ from bnnrepro.report.hierarchical_comparison import (
     input_digest,
     kept_comparisons,
     shortfall_matrix,
+    spread_constant_rows,
 )
 from bnnrepro.report.ranking import study_rankings
 
@@ -57,6 +58,19 @@ def test_the_shortfall_is_paired_by_split_relative_for_rmse_and_as_long_on_every
     np.testing.assert_allclose(shortfall, [[0.1, 0.0], [-0.5, 0.5]])
 
 
+def test_a_dataset_without_spread_gets_a_mirrored_one_that_keeps_its_mean_at_an_odd_count() -> None:
+    """Five seeds where a method matches the best on every one (toy2d_benchmark's accuracy 1.0): baycomp 1.0.3 fails
+    on such a row at an odd count; spread first, it keeps its mean, gains a spread within the ROPE, and the other
+    rows are untouched (the control)."""
+    shortfall = np.array([[0.0] * 5, [0.02] * 5, [0.01, -0.02, 0.03, 0.0, 0.04]])
+    spread = spread_constant_rows(shortfall, 0.005, seed=0)
+    np.testing.assert_allclose(spread.mean(axis=1), shortfall.mean(axis=1), atol=1e-15)
+    assert (spread[:2].var(axis=1) > 0).all() and (np.abs(spread[:2] - shortfall[:2]) <= 0.005).all()
+    assert spread[0, 2] == 0.0 and spread[1, 2] == 0.02  # the middle of an odd count is the constant
+    np.testing.assert_array_equal(spread[2], shortfall[2])
+    np.testing.assert_array_equal(spread_constant_rows(shortfall, 0.005, seed=0), spread)  # seeded
+
+
 @pytest.mark.slow  # compiles baycomp's Stan model once per machine (about 90 s), then seconds per comparison
 def test_one_dataset_does_not_make_a_method_better_on_a_new_one_as_its_splits_would() -> None:
     rng = np.random.default_rng(0)
@@ -72,6 +86,9 @@ def test_one_dataset_does_not_make_a_method_better_on_a_new_one_as_its_splits_wo
     assert hierarchical_probabilities(everywhere, "rmse_original")[2] >= 0.95
     # seeded: the same inputs give the same posterior
     assert hierarchical_probabilities(shortfall, "rmse_original") == (worse, equivalent, better)
+    # five independent seeds, on one dataset a tie on every seed (baycomp alone fails on it: an odd count)
+    tied = np.vstack([np.zeros(5), rng.normal(0.0, 0.01, (3, 5))])
+    assert sum(hierarchical_probabilities(tied, "accuracy", holdout=0.0)) == pytest.approx(1.0)
 
 
 def test_kept_posteriors_are_used_while_current_and_a_changed_run_asks_for_a_new_sample(tmp_path: Path) -> None:
