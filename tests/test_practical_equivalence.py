@@ -57,9 +57,9 @@ def test_the_reports_table_has_the_best_as_reference_and_is_empty_for_one_datase
 
 
 def test_the_recommendation_names_the_equivalent_the_undecided_and_the_cheapest() -> None:
-    """The twin is equivalent, a method 5% worse on half the datasets undecided, the one worse everywhere left out
-    of the candidates; the cheapest candidate is named (the control: the worse method is cheapest of all, and not
-    recommended)."""
+    """The twin is equivalent, a method 5% worse on half the datasets undecided, the one worse everywhere left out;
+    the cheapest of the best and the equivalent is named (the controls: the undecided and the worse methods are
+    cheaper, and neither is recommended)."""
     from bnnrepro.report.benchmark_document import recommendation_section
 
     half = [v * (1.05 if i % 2 else 1.0) for i, v in enumerate(BASE)]
@@ -70,7 +70,7 @@ def test_the_recommendation_names_the_equivalent_the_undecided_and_the_cheapest(
     )
     assert "best best (3 s/run)" in line and "probability at least 0.95: twin (P = 1.00, 2 s/run)" in line
     assert "Not shown worse (P(equivalent or better)): half (P = " in line
-    assert "Cheapest of the best and these: half." in line and "worse (P = " not in line
+    assert "Cheapest of the best and those shown equivalent: twin." in line and "worse (P = " not in line
     assert "with 10 datasets" in cannot and left_out.endswith("not compared: gp.")
 
 

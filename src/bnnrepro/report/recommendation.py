@@ -2,8 +2,9 @@
 cost columns, `practical_equivalence.equivalence_table`), as docs/benchmark.md and the report show it: per metric
 ranked over datasets, the best method, those practically equivalent to it or better (the test's probability at least
 `DECIDED`: the Bayesian signed-rank test's on the datasets' means in the report, the hierarchical test's in
-docs/benchmark.md), those not shown worse, each with its training time per run, and the cheapest of them; then what
-the tables cannot tell."""
+docs/benchmark.md), those not shown worse, each with its training time per run, and the cheapest of the best and
+those equivalent to it (not of those merely not shown worse: with few datasets that is every method); then what the
+tables cannot tell."""
 
 from __future__ import annotations
 
@@ -63,12 +64,12 @@ def recommendation(
         )
         equivalent = better[is_equivalent].sort_values(ascending=False)
         undecided = better[~is_equivalent & ~is_worse].sort_values(ascending=False)
-        candidates = [best, *equivalent.index, *undecided.index]
-        cheapest = min(candidates, key=lambda m: seconds.get(m, float("inf")))
+        # not the undecided: with few datasets every method is undecided, the worst ones too
+        cheapest = min([best, *equivalent.index], key=lambda m: seconds.get(m, float("inf")))
         lines.append(
             f"- {names.get(metric, metric)}: best {best} ({seconds.get(best, float('nan')):.3g} s/run). Practically "
             f"equivalent or better with probability at least {DECIDED}: {named(equivalent)}. Not shown worse "
-            f"({EQUIVALENT}): {named(undecided)}. Cheapest of the best and these: {cheapest}."
+            f"({EQUIVALENT}): {named(undecided)}. Cheapest of the best and those shown equivalent: {cheapest}."
         )
     limit = limit if datasets >= MIN_DATASETS else TOO_FEW_DATASETS
     lines += [""]
