@@ -52,9 +52,9 @@ def prior_fragments(table: pd.DataFrame) -> list[str]:
 
 
 def flagged_fragment(metrics: pd.DataFrame) -> str:
-    """How many of the variational classifiers' runs at omega 12 and 20 the run health check flags as at chance."""
+    """How many of the variational classifiers' runs at omega 12 and above the run health check flags as at chance."""
     rows = metrics[(metrics["metric"] == "test_accuracy") & metrics["method"].isin(TAYLOR + SAMPLED)]
-    rows = rows[rows["omega"].isin([12, 20])]
+    rows = rows[rows["omega"] >= 12]
     flagged = rows["health"].str.startswith("warning: at chance").sum()
     return f"flags {flagged} of these {len(rows)} runs as at chance"
 
@@ -71,7 +71,7 @@ def udn_deepens(metrics: pd.DataFrame) -> bool:
     """Whether the UDN's mean posterior depth (hidden layers) grows with omega (the depth finding's 'deeper')."""
     rows = metrics[(metrics["method"] == "udn") & (metrics["metric"] == "hidden_layers")]
     depths = rows.groupby("omega")["value"].mean().sort_index()
-    return len(depths) == 3 and depths.is_monotonic_increasing and depths.is_unique
+    return len(depths) >= 3 and depths.is_monotonic_increasing and depths.is_unique
 
 
 def test_the_toy2d_findings_say_what_the_prior_experiment_and_the_runs_make() -> None:
