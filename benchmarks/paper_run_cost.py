@@ -24,13 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.timing import machine  # noqa: E402
 from bnnrepro import layout  # noqa: E402
 from bnnrepro.fidelity.run_selection import selected_runs  # noqa: E402
+from bnnrepro.files import read_npz  # noqa: E402
 from bnnrepro.pipeline.studies import Run, load_study  # noqa: E402
 from bnnrepro.pipeline.training_inputs import training_overrides  # noqa: E402
 from bnnrepro.train_configs import compose_config  # noqa: E402
@@ -59,8 +58,7 @@ def measured_seconds(command: list[str], run_dir: Path, max_seconds: float) -> t
 
 def training_images(data_file: str) -> int:
     """The number of training examples of a prepared data file."""
-    with np.load(ROOT / data_file) as arrays:
-        return len(arrays["y_train"])
+    return len(read_npz(ROOT / data_file, ["y_train"])["y_train"])
 
 
 def cost_line(study_name: str, run: Run, epochs: int, examples: int | None, max_seconds: float, folder: Path) -> str:

@@ -20,9 +20,9 @@ import os
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import torch
 
+from bnnrepro.files import read_npz
 from bnnrepro.pipeline.studies import load_study
 from bnnrepro.pipeline.training_inputs import training_overrides
 from bnnrepro.runs import RunFolder
@@ -31,11 +31,6 @@ from bnnrepro.train_configs import compose_config
 
 STUDY = "toy2d_benchmark"
 COLUMNS = "method,dataset,omega,seed,alpha,test_accuracy,test_nll,kl,train_nll,train_seconds"
-
-
-def training_points(data_file: str) -> int:
-    with np.load(data_file) as arrays:
-        return len(arrays["y_train"])
 
 
 def main() -> None:
@@ -60,7 +55,8 @@ def main() -> None:
                              "cpu_arithmetic=portable", f"run_dir={run_dir}"]  # fmt: skip
                 result = train(compose_config(overrides), RunFolder(Path(run_dir)))
             metrics = result["metrics"]
-            train_nll = metrics["last_train_loss"] - metrics["last_kl"] / training_points(run.data_file())
+            points = len(read_npz(Path(run.data_file()), ["y_train"])["y_train"])
+            train_nll = metrics["last_train_loss"] - metrics["last_kl"] / points
             cells = [run.method, run.dataset, omega, run.seed, alpha, f"{metrics['test_accuracy']:.4f}",
                      f"{metrics['test_nll']:.4f}", f"{metrics['last_kl']:.1f}", f"{train_nll:.4f}",
                      f"{result['train_seconds']:.1f}"]  # fmt: skip
